@@ -1,0 +1,213 @@
+"""Deterministic, seedable fault injection for the sandbox.
+
+A fault plan is a list of rules. Every request the app handles has an
+*action* name (``post.create``, ``view.search`` …, see ``ACTIONS``) and a
+dict of fields (form fields for a POST, query parameters for a GET). For each
+request the plan returns the rules that fire, in rule order:
+
+- a rule applies when its ``action`` pattern (``fnmatch``: ``view.*``, ``*``)
+  matches and every ``match`` field is a substring of the request's field;
+- an applicable rule with ``rate`` fires when a draw from the plan's seeded
+  ``random.Random`` is below the rate (one draw per applicable request, so a
+  given request sequence always fires the same way);
+- ``times`` caps how often a rule fires (``None``: no cap). A rule with
+  neither ``times`` nor ``rate`` fires on every applicable request.
+
+Every request is logged with the faults that fired (``/admin/requests``).
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+import random
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["ACTIONS", "Fault", "FaultPlan", "FaultRule", "FiredFault"]
+
+ACTIONS: tuple[str, ...] = (
+    "login",
+    "view.home", "view.compose", "view.post", "view.profile", "view.search",
+    "view.invoices", "view.invoice", "view.invoice_new", "view.shop", "view.book",
+    "view.bookings",
+    "post.create", "like.toggle", "follow.toggle", "invoice.create",
+    "api.invoice.create", "booking.create",
+)
+"""Every action name the app reports to the fault plan."""
+
+MAX_DELAY = 60.0
+"""Upper bound of any injected delay, in seconds."""
+
+
+class Fault(enum.StrEnum):
+    """What can go wrong. Values are the names used in the JSON config."""
+
+    LOST_RESPONSE = "lost_response"
+    """Commit, then drop the connection before the confirmation is sent."""
+    SLOW_RESPONSE = "slow_response"
+    """Commit, then hold the confirmation for ``seconds``."""
+    LATE_INDEX = "late_index"
+    """Commit, but keep the new item out of lists and search for ``seconds``."""
+    ERROR_BEFORE_COMMIT = "error_before_commit"
+    """HTTP 500, nothing committed."""
+    ERROR_AFTER_COMMIT = "error_after_commit"
+    """Commit, then HTTP 500."""
+    SESSION_EXPIRED = "session_expired"
+    """End the session and show the login wall (nothing committed)."""
+    CAPTCHA = "captcha"
+    """Show a CAPTCHA screen (nothing committed)."""
+    RATE_LIMIT = "rate_limit"
+    """Show a rate-limit screen, HTTP 429 (nothing committed)."""
+    PRICE_CHANGE = "price_change"
+    """Raise the item's price by ``amount`` cents just before booking."""
+    EDITOR_APPEND = "editor_append"
+    """The editor keeps ``draft`` and appends whatever is typed to it."""
+
+
+_COMMITTING = {Fault.LOST_RESPONSE, Fault.SLOW_RESPONSE, Fault.LATE_INDEX,
+               Fault.ERROR_AFTER_COMMIT}
+
+
+@dataclass(slots=True)
+class FaultRule:
+    """One rule of a fault plan (the JSON object of the same shape).
+
+    Attributes:
+        action: ``fnmatch`` pattern over action names.
+        fault: which fault.
+        times: fire at most this many times (``None``: unbounded).
+        rate: probability per applicable request, drawn from the seeded RNG.
+        match: field name -> substring the request's field must contain.
+        seconds: delay for ``slow_response``, hiding time for ``late_index``.
+        amount: price increase in cents for ``price_change``.
+        draft: existing draft text for ``editor_append``.
+    """
+
+    action: str
+    fault: Fault
+    times: int | None = None
+    rate: float | None = None
+    match: dict[str, str] = field(default_factory=dict)
+    seconds: float = 2.0
+    amount: int = 500
+    draft: str = "Saved draft: "
+    fired: int = 0
+
+    def __post_init__(self) -> None:
+        self.fault = Fault(self.fault)
+        if self.rate is not None and not 0.0 <= self.rate <= 1.0:
+            raise ValueError("rate must be between 0 and 1")
+        if self.times is not None and self.times < 0:
+            raise ValueError("times must be >= 0")
+        if not 0.0 <= self.seconds <= MAX_DELAY:
+            raise ValueError(f"seconds must be between 0 and {MAX_DELAY}")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FaultRule:
+        """Build a rule from its JSON object; unknown fields are an error."""
+        known = {"action", "fault", "times", "rate", "match", "seconds", "amount", "draft"}
+        extra = set(data) - known
+        if extra:
+            raise ValueError(f"unknown rule fields: {sorted(extra)}")
+        if "action" not in data or "fault" not in data:
+            raise ValueError("a rule needs 'action' and 'fault'")
+        match = data.get("match") or {}
+        if not isinstance(match, dict):
+            raise ValueError("'match' must be an object")
+        return cls(
+            action=str(data["action"]),
+            fault=Fault(data["fault"]),
+            times=None if data.get("times") is None else int(data["times"]),
+            rate=None if data.get("rate") is None else float(data["rate"]),
+            match={str(k): str(v) for k, v in match.items()},
+            seconds=float(data.get("seconds", 2.0)),
+            amount=int(data.get("amount", 500)),
+            draft=str(data.get("draft", "Saved draft: ")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule as JSON, with how often it fired."""
+        out = asdict(self)
+        out["fault"] = self.fault.value
+        return out
+
+    def applies(self, action: str, fields: Mapping[str, str]) -> bool:
+        """Action pattern and field matches, ignoring times and rate."""
+        if not fnmatch.fnmatchcase(action, self.action):
+            return False
+        return all(want in fields.get(name, "") for name, want in self.match.items())
+
+    @property
+    def commits(self) -> bool:
+        """Whether the action still commits when this fault fires."""
+        return self.fault in _COMMITTING
+
+
+@dataclass(frozen=True, slots=True)
+class FiredFault:
+    """A fault that fired for one request, with its parameters."""
+
+    fault: Fault
+    seconds: float
+    amount: int
+    draft: str
+
+
+class FaultPlan:
+    """Thread-safe set of rules plus the seeded RNG and the request log."""
+
+    def __init__(self, rules: Iterable[FaultRule] = (), *, seed: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._rules: list[FaultRule] = []
+        self._rng = random.Random(seed)
+        self._log: list[dict[str, Any]] = []
+        self.configure(rules, seed=seed)
+
+    def configure(self, rules: Iterable[FaultRule], *, seed: int | None = None) -> None:
+        """Replace the rules (and reseed the RNG when ``seed`` is given)."""
+        with self._lock:
+            self._rules = list(rules)
+            if seed is not None:
+                self._rng = random.Random(seed)
+
+    def rules(self) -> list[dict[str, Any]]:
+        """The current rules as JSON."""
+        with self._lock:
+            return [r.to_json() for r in self._rules]
+
+    def reset(self, *, seed: int = 0) -> None:
+        """No rules, fresh RNG, empty log."""
+        with self._lock:
+            self._rules = []
+            self._rng = random.Random(seed)
+            self._log = []
+
+    def fire(self, action: str, fields: Mapping[str, str], *, method: str, path: str,
+             user: str | None) -> list[FiredFault]:
+        """Decide which faults fire for this request and log the request."""
+        fired: list[FiredFault] = []
+        with self._lock:
+            for rule in self._rules:
+                if not rule.applies(action, fields):
+                    continue
+                if rule.times is not None and rule.fired >= rule.times:
+                    continue
+                if rule.rate is not None and self._rng.random() >= rule.rate:
+                    continue
+                rule.fired += 1
+                fired.append(FiredFault(rule.fault, rule.seconds, rule.amount, rule.draft))
+            self._log.append({
+                "seq": len(self._log) + 1, "at": time.time(), "action": action,
+                "method": method, "path": path, "user": user,
+                "faults": [f.fault.value for f in fired],
+            })
+        return fired
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every request seen so far, with the faults that fired."""
+        with self._lock:
+            return list(self._log)

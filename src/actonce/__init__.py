@@ -1,0 +1,94 @@
+"""actonce: make the side effects of automations safe to retry.
+
+One intent produces at most one accepted external effect, or an explicit
+unknown state before any further action.
+"""
+
+from __future__ import annotations
+
+from ._clock import Clock, SystemClock
+from ._errors import (
+    ActOnceError,
+    BadLedgerURL,
+    HardStop,
+    InvalidKey,
+    InvalidTransition,
+    LedgerError,
+    LedgerOutcomeUnknown,
+    LedgerUnavailable,
+    PayloadMismatch,
+    ProtocolError,
+    SchemaTooNew,
+    UnknownEffect,
+    UsageError,
+)
+from ._keys import EffectKey, canonical_json, effect_key
+from ._ledger import AsyncLedger, Effect, Ledger, ReconcileReport, Resolution
+from ._model import (
+    Absent,
+    Confirmed,
+    EffectRecord,
+    Event,
+    EventType,
+    Outcome,
+    Policy,
+    RunResult,
+    Status,
+    Unavailable,
+    Verdict,
+)
+from ._registry import Registry, registry
+
+__version__ = "0.1.0"
+
+
+def open_ledger(url: str | None = None) -> Ledger:
+    """Open a ledger by URL or path.
+
+    ``sqlite:///path.db`` (or a plain path), ``postgresql://...``, or
+    ``memory://``. With no URL: ``$ACTONCE_LEDGER``, else ``actonce.db`` in
+    the current folder. Migrations run automatically.
+    """
+    return Ledger.open(url)
+
+
+__all__ = [
+    "Absent",
+    "ActOnceError",
+    "AsyncLedger",
+    "BadLedgerURL",
+    "Clock",
+    "Confirmed",
+    "Effect",
+    "EffectKey",
+    "EffectRecord",
+    "Event",
+    "EventType",
+    "HardStop",
+    "InvalidKey",
+    "InvalidTransition",
+    "Ledger",
+    "LedgerError",
+    "LedgerOutcomeUnknown",
+    "LedgerUnavailable",
+    "Outcome",
+    "PayloadMismatch",
+    "Policy",
+    "ProtocolError",
+    "ReconcileReport",
+    "Registry",
+    "Resolution",
+    "RunResult",
+    "SchemaTooNew",
+    "Status",
+    "SystemClock",
+    "Unavailable",
+    "UnknownEffect",
+    "UsageError",
+    "Verdict",
+    "__version__",
+    "canonical_json",
+    "effect_key",
+    "open_ledger",
+    "registry",
+]

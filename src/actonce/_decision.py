@@ -1,0 +1,340 @@
+"""The retry decision table: what to do next, given what is known.
+
+Theory of operation. Every step of a run and of reconcile asks one question:
+given the effect's current record (whose claim it is, whether its lease is
+live, whether it crossed the ``executing`` mark) and the latest verification
+verdict, what is the next step? The answer is a pure function of two facts:
+
+- the *situation*, derived from the record, the caller's fencing token and
+  the time (:func:`situation_of`);
+- the *observation*, derived from the verifier's three-state verdict, the
+  settle window and whether absence is authoritative for this kind
+  (:func:`observe`).
+
+``TABLE`` maps every (situation, observation) pair that can arise to one
+:class:`Action`; any other pair raises :class:`ProtocolError`. ``RETRYABLE``
+lists the pairs after which a *verification* (never a perform) may be
+repeated with backoff before deciding. No I/O, no clock: time is passed in.
+
+The 14 rows of the "Retry Decision Table" of the Playwright seed map onto
+cells as noted in ``SEED_ROWS``; the settle-window rule lives in
+:func:`observe`; reconcile (seed 000, section 7) uses the STALE_CLAIM,
+ORPHANED and UNKNOWN rows.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ._errors import ProtocolError
+from ._model import Absent, Confirmed, EffectRecord, Policy, Status, Unavailable, Verdict
+
+__all__ = [
+    "RETRYABLE",
+    "SEED_ROWS",
+    "TABLE",
+    "Action",
+    "Observation",
+    "Situation",
+    "decide",
+    "observe",
+    "render_markdown",
+    "situation_of",
+]
+
+
+class Situation(enum.StrEnum):
+    """Where the effect stands, as seen by the one who asks."""
+
+    NEW = "new"  # no record, or a proven failure: may be claimed
+    OWNED = "owned"  # my claim, boundary not crossed
+    PERFORMED = "performed"  # my executing mark: the effect may have happened
+    BUSY = "busy"  # another worker's claim or executing mark, lease live
+    STALE_CLAIM = "stale_claim"  # another's claim, lease expired, never executing
+    ORPHANED = "orphaned"  # another's executing mark, lease expired
+    UNKNOWN = "unknown"  # outcome unknown, awaiting reconcile
+    REVIEW = "review"  # waiting for a human
+    DONE = "done"  # confirmed
+    ABANDONED = "abandoned"  # a human said never
+    PRECONDITION_FALSE = "precondition_false"  # the business precondition no longer holds
+    LEDGER_FAILED = "ledger_failed"  # a ledger write failed or its outcome is unknown
+
+
+class Observation(enum.StrEnum):
+    """What verification said, in the light of the settle window."""
+
+    NOT_CHECKED = "not_checked"  # no verification yet
+    CONFIRMED = "confirmed"  # the expected result exists
+    ABSENT = "absent"  # proven absent (never executed, or authoritative and settled)
+    ABSENT_UNSETTLED = "absent_unsettled"  # absent, inside the settle window
+    ABSENT_UNPROVEN = "absent_unproven"  # absent after the window; verifier not authoritative
+    UNAVAILABLE = "unavailable"  # could not be checked
+
+
+class Action(enum.StrEnum):
+    """The next step."""
+
+    VERIFY = "verify"  # ask the verifier (read-only)
+    RECORD_CONFIRMED = "record_confirmed"  # compare-and-set to confirmed; skip
+    CLAIM = "claim"  # check the precondition, then claim atomically
+    EXECUTE = "execute"  # write the executing mark, then perform once
+    RELEASE = "release"  # own/stale claim -> failed: nothing was performed
+    MARK_FAILED = "mark_failed"  # executing/unknown -> failed: proven not to have happened
+    MARK_UNKNOWN = "mark_unknown"  # executing -> unknown: reconcile later
+    NEEDS_REVIEW = "needs_review"  # -> needs_review: a human must decide
+    DEFER = "defer"  # do nothing now; someone else owns it or nothing is known
+    HOLD = "hold"  # leave the unresolved effect as it is; never perform
+    FINISHED = "finished"  # terminal: report it
+    STOP = "stop"  # end this effect's run without claiming (failed, replannable)
+    ABORT = "abort"  # raise the ledger error; never perform
+
+
+Sit, Obs, Act = Situation, Observation, Action
+
+_ALL_OBS = tuple(Observation)
+_PRE_EXECUTION_OBS = (Obs.NOT_CHECKED, Obs.CONFIRMED, Obs.ABSENT, Obs.UNAVAILABLE)
+
+TABLE: dict[tuple[Situation, Observation], Action] = {
+    # No claim yet (or a proven failure that may be re-claimed).
+    (Sit.NEW, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.NEW, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.NEW, Obs.ABSENT): Act.CLAIM,
+    (Sit.NEW, Obs.UNAVAILABLE): Act.DEFER,
+    # My claim, boundary not crossed: verify once more, then cross it.
+    (Sit.OWNED, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.OWNED, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.OWNED, Obs.ABSENT): Act.EXECUTE,
+    (Sit.OWNED, Obs.UNAVAILABLE): Act.RELEASE,
+    # After my perform: only verification moves it on.
+    (Sit.PERFORMED, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.PERFORMED, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.PERFORMED, Obs.ABSENT): Act.MARK_FAILED,
+    (Sit.PERFORMED, Obs.ABSENT_UNSETTLED): Act.MARK_UNKNOWN,
+    (Sit.PERFORMED, Obs.ABSENT_UNPROVEN): Act.NEEDS_REVIEW,
+    (Sit.PERFORMED, Obs.UNAVAILABLE): Act.MARK_UNKNOWN,
+    # Someone else's live claim: never execute; record a confirmed result.
+    (Sit.BUSY, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.BUSY, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.BUSY, Obs.ABSENT): Act.DEFER,
+    (Sit.BUSY, Obs.ABSENT_UNSETTLED): Act.DEFER,
+    (Sit.BUSY, Obs.ABSENT_UNPROVEN): Act.DEFER,
+    (Sit.BUSY, Obs.UNAVAILABLE): Act.DEFER,
+    # A stale claim that never reached executing: absent proves it harmless.
+    (Sit.STALE_CLAIM, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.STALE_CLAIM, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.STALE_CLAIM, Obs.ABSENT): Act.RELEASE,
+    (Sit.STALE_CLAIM, Obs.UNAVAILABLE): Act.DEFER,
+    # A dead worker's executing mark: it may have happened.
+    (Sit.ORPHANED, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.ORPHANED, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.ORPHANED, Obs.ABSENT): Act.MARK_FAILED,
+    (Sit.ORPHANED, Obs.ABSENT_UNSETTLED): Act.MARK_UNKNOWN,
+    (Sit.ORPHANED, Obs.ABSENT_UNPROVEN): Act.NEEDS_REVIEW,
+    (Sit.ORPHANED, Obs.UNAVAILABLE): Act.MARK_UNKNOWN,
+    # Unknown outcome: reconcile by verification, else keep holding.
+    (Sit.UNKNOWN, Obs.NOT_CHECKED): Act.VERIFY,
+    (Sit.UNKNOWN, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
+    (Sit.UNKNOWN, Obs.ABSENT): Act.MARK_FAILED,
+    (Sit.UNKNOWN, Obs.ABSENT_UNSETTLED): Act.HOLD,
+    (Sit.UNKNOWN, Obs.ABSENT_UNPROVEN): Act.NEEDS_REVIEW,
+    (Sit.UNKNOWN, Obs.UNAVAILABLE): Act.HOLD,
+    # The business precondition failed after verified absence.
+    (Sit.PRECONDITION_FALSE, Obs.ABSENT): Act.STOP,
+    # A ledger write failed or its outcome is unknown.
+    (Sit.LEDGER_FAILED, Obs.NOT_CHECKED): Act.ABORT,
+    (Sit.LEDGER_FAILED, Obs.ABSENT): Act.ABORT,
+}
+for _obs in _ALL_OBS:
+    TABLE[(Sit.DONE, _obs)] = Act.FINISHED
+    TABLE[(Sit.ABANDONED, _obs)] = Act.FINISHED
+    TABLE[(Sit.REVIEW, _obs)] = Act.HOLD
+
+#: Pairs after which verification (read-only) may be asked again with backoff.
+RETRYABLE: frozenset[tuple[Situation, Observation]] = frozenset(
+    {
+        (Sit.NEW, Obs.UNAVAILABLE),
+        (Sit.OWNED, Obs.UNAVAILABLE),
+        (Sit.PERFORMED, Obs.UNAVAILABLE),
+        (Sit.PERFORMED, Obs.ABSENT_UNSETTLED),
+        (Sit.BUSY, Obs.UNAVAILABLE),
+        (Sit.STALE_CLAIM, Obs.UNAVAILABLE),
+        (Sit.ORPHANED, Obs.UNAVAILABLE),
+        (Sit.UNKNOWN, Obs.UNAVAILABLE),
+    }
+)
+
+#: The seed's "Retry Decision Table" rows and the cells that implement them.
+SEED_ROWS: tuple[tuple[str, str, str, tuple[tuple[Situation, Observation], ...]], ...] = (
+    (
+        "No effect has been claimed",
+        "Confirmed",
+        "Record confirmed and skip",
+        ((Sit.NEW, Obs.CONFIRMED),),
+    ),
+    (
+        "No effect has been claimed",
+        "Absent",
+        "Validate, claim, and execute",
+        ((Sit.NEW, Obs.ABSENT), (Sit.OWNED, Obs.ABSENT)),
+    ),
+    ("No effect has been claimed", "Unavailable", "Do not execute", ((Sit.NEW, Obs.UNAVAILABLE),)),
+    ("Effect already confirmed", "Confirmed", "Skip", ((Sit.DONE, Obs.CONFIRMED),)),
+    (
+        "Effect requested",
+        "Confirmed",
+        "Record confirmed and skip",
+        ((Sit.OWNED, Obs.CONFIRMED), (Sit.PERFORMED, Obs.CONFIRMED)),
+    ),
+    (
+        "Effect requested",
+        "Temporarily absent",
+        "Retry verification only",
+        ((Sit.PERFORMED, Obs.ABSENT_UNSETTLED), (Sit.UNKNOWN, Obs.ABSENT_UNSETTLED)),
+    ),
+    (
+        "Effect requested",
+        "Unavailable",
+        "Mark unknown or review",
+        ((Sit.PERFORMED, Obs.UNAVAILABLE), (Sit.ORPHANED, Obs.UNAVAILABLE)),
+    ),
+    (
+        "Effect requested",
+        "Still absent after execution",
+        "Mark unknown and review",
+        ((Sit.PERFORMED, Obs.ABSENT_UNPROVEN), (Sit.UNKNOWN, Obs.ABSENT_UNPROVEN)),
+    ),
+    (
+        "Another worker owns the claim",
+        "Confirmed",
+        "Record confirmed and skip",
+        ((Sit.BUSY, Obs.CONFIRMED),),
+    ),
+    (
+        "Another worker owns the claim",
+        "Absent",
+        "Do not execute",
+        ((Sit.BUSY, Obs.ABSENT), (Sit.BUSY, Obs.ABSENT_UNSETTLED)),
+    ),
+    (
+        "Another worker owns the claim",
+        "Unavailable",
+        "Do not execute",
+        ((Sit.BUSY, Obs.UNAVAILABLE),),
+    ),
+    ("Precondition no longer holds", "Absent", "Stop", ((Sit.PRECONDITION_FALSE, Obs.ABSENT),)),
+    (
+        "Checkpoint write fails",
+        "Not applicable",
+        "Do not perform the action",
+        ((Sit.LEDGER_FAILED, Obs.NOT_CHECKED),),
+    ),
+    (
+        "Claim appears stale",
+        "Unavailable or uncertain",
+        "Do not reclaim automatically",
+        ((Sit.STALE_CLAIM, Obs.UNAVAILABLE), (Sit.ORPHANED, Obs.ABSENT_UNSETTLED)),
+    ),
+)
+
+
+def decide(situation: Situation, observation: Observation) -> Action:
+    """Return the next step for a (situation, observation) pair.
+
+    Raises:
+        ProtocolError: the pair cannot arise; asking it is a bug.
+    """
+    try:
+        return TABLE[(situation, observation)]
+    except KeyError:
+        raise ProtocolError(f"no decision for ({situation}, {observation})") from None
+
+
+def situation_of(record: EffectRecord | None, *, now: float, my_fence: int | None) -> Situation:
+    """Classify a record from the point of view of the worker holding ``my_fence``.
+
+    ``my_fence`` is the fencing token of the caller's own claim, ``None`` when
+    the caller holds none (a fresh run, reconcile).
+    """
+    if record is None:
+        return Sit.NEW
+    status = record.status
+    mine = my_fence is not None and record.fence == my_fence
+    if status is Status.FAILED:
+        return Sit.NEW
+    if status is Status.CONFIRMED:
+        return Sit.DONE
+    if status is Status.ABANDONED:
+        return Sit.ABANDONED
+    if status is Status.NEEDS_REVIEW:
+        return Sit.REVIEW
+    if status is Status.UNKNOWN:
+        return Sit.UNKNOWN
+    if status is Status.CLAIMED:
+        if mine:
+            return Sit.OWNED
+        return Sit.BUSY if record.lease_live(now) else Sit.STALE_CLAIM
+    # EXECUTING
+    if mine:
+        return Sit.PERFORMED
+    return Sit.BUSY if record.lease_live(now) else Sit.ORPHANED
+
+
+def observe(
+    verdict: Verdict | None, record: EffectRecord | None, *, policy: Policy, now: float
+) -> Observation:
+    """Classify a verdict; this is where the settle-window rule lives.
+
+    Absence before the ``executing`` mark is plain absence. Absence after it
+    proves non-occurrence only when the settle window since the mark has
+    passed *and* the verifier is authoritative for this kind.
+    """
+    if verdict is None:
+        return Obs.NOT_CHECKED
+    if isinstance(verdict, Confirmed):
+        return Obs.CONFIRMED
+    if isinstance(verdict, Unavailable):
+        return Obs.UNAVAILABLE
+    if not isinstance(verdict, Absent):  # pragma: no cover - typing guards this
+        raise ProtocolError(f"not a verdict: {verdict!r}")
+    if record is None or record.executing_at is None:
+        return Obs.ABSENT
+    if record.status in (Status.CLAIMED, Status.FAILED):
+        return Obs.ABSENT
+    if now - record.executing_at < policy.settle_seconds:
+        return Obs.ABSENT_UNSETTLED
+    return Obs.ABSENT if policy.absence_authoritative else Obs.ABSENT_UNPROVEN
+
+
+def render_markdown() -> str:
+    """The decision table as Markdown (``docs/decision-table.md`` is this text)."""
+    lines = [
+        "# The retry decision table",
+        "",
+        "Generated from `actonce._decision.TABLE`; a test fails when this file is stale.",
+        "",
+        "| situation | " + " | ".join(o.value for o in Observation) + " |",
+        "|---|" + "---|" * len(Observation),
+    ]
+    for sit in Situation:
+        cells = []
+        for obs in Observation:
+            act = TABLE.get((sit, obs))
+            mark = "" if act is None else act.value
+            if act is not None and (sit, obs) in RETRYABLE:
+                mark += " (retry verify)"
+            cells.append(mark or "—")
+        lines.append(f"| {sit.value} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "— : the pair cannot arise; asking it raises `ProtocolError`.",
+        "(retry verify): verification may be repeated with backoff before deciding.",
+        "",
+        "## The seed's rows",
+        "",
+        "| observed state | verification | decision | cells |",
+        "|---|---|---|---|",
+    ]
+    for state, verification, decision, cells_ in SEED_ROWS:
+        where = ", ".join(f"{s.value} + {o.value} → {TABLE[(s, o)].value}" for s, o in cells_)
+        lines.append(f"| {state} | {verification} | {decision} | {where} |")
+    return "\n".join(lines) + "\n"

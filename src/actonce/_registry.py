@@ -1,0 +1,91 @@
+"""Where reconcile finds the verifier of each effect kind.
+
+A verifier for reconcile takes the stored record (its payload and scope say
+what to look for) and returns a verdict. Register one per kind::
+
+    from actonce import Absent, Confirmed, registry
+
+    @registry.verifier("invoice", policy=Policy(absence_authoritative=True))
+    def invoice_exists(record):
+        ...
+
+The CLI loads registrations from the modules named in ``--verifiers`` or in
+``ACTONCE_VERIFIERS`` (comma-separated), and from every installed package's
+``actonce.verifiers`` entry point, before it reconciles.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import metadata
+
+from ._errors import UsageError
+from ._model import EffectRecord, Policy, Verdict
+
+__all__ = ["Registry", "VerifierEntry", "registry"]
+
+RecordVerifier = Callable[[EffectRecord], Verdict | Awaitable[Verdict]]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierEntry:
+    """The verifier and the policy of one effect kind."""
+
+    kind: str
+    verify: RecordVerifier
+    policy: Policy
+
+
+class Registry:
+    """A mapping from effect kind to verifier."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, VerifierEntry] = {}
+
+    def register(self, kind: str, verify: RecordVerifier, *, policy: Policy | None = None) -> None:
+        """Register ``verify`` for ``kind`` (replacing an earlier one)."""
+        if not kind:
+            raise UsageError("a verifier needs a kind")
+        self._entries[kind] = VerifierEntry(kind, verify, policy or Policy())
+
+    def verifier(
+        self, kind: str, *, policy: Policy | None = None
+    ) -> Callable[[RecordVerifier], RecordVerifier]:
+        """Decorator form of :meth:`register`."""
+
+        def deco(fn: RecordVerifier) -> RecordVerifier:
+            self.register(kind, fn, policy=policy)
+            return fn
+
+        return deco
+
+    def get(self, kind: str) -> VerifierEntry | None:
+        """The entry for ``kind``, if registered."""
+        return self._entries.get(kind)
+
+    def kinds(self) -> list[str]:
+        """Registered kinds, sorted."""
+        return sorted(self._entries)
+
+    def load(self, modules: str | None = None) -> None:
+        """Import verifier modules: ``modules`` (comma-separated), the
+        ``ACTONCE_VERIFIERS`` variable and the ``actonce.verifiers`` entry points.
+
+        Raises:
+            UsageError: a named module cannot be imported.
+        """
+        names = [m for m in (modules or os.environ.get("ACTONCE_VERIFIERS", "")).split(",") if m]
+        for name in names:
+            try:
+                importlib.import_module(name.strip())
+            except ImportError as exc:
+                raise UsageError(f"cannot import verifier module {name!r}: {exc}") from exc
+        for ep in metadata.entry_points(group="actonce.verifiers"):
+            ep.load()
+
+
+#: The default registry used by the CLI and by ``Ledger.reconcile``.
+registry = Registry()

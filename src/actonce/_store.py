@@ -1,0 +1,202 @@
+"""The store interface every ledger backend implements, and the in-memory one.
+
+A store knows rows, not rules: it offers a handful of atomic primitives and
+leaves hashing, expiry, the lifecycle and the decision table to the layers
+above. Each write primitive appends its event in the same transaction.
+
+- ``claim(new, expect, event)``: atomically create the record (when
+  ``expect`` is ``None``: insert if absent) or replace it (when ``expect`` is
+  ``(status, fence)``: compare-and-set). A lost race is not an error: the
+  result carries ``acquired=False`` and the record that won.
+- ``transition(expect, new, event)``: compare-and-set on ``(status, fence)``;
+  returns the new record, or ``None`` when the row no longer matches.
+- ``append_event``, ``get``, ``match_prefix``, ``select``, ``open_effects``,
+  ``counts``, ``events``, ``salt``, ``close``.
+
+Write primitives raise :class:`LedgerUnavailable` when nothing was written
+and :class:`LedgerOutcomeUnknown` when a write may have committed.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+from ._model import OPEN_STATUSES, EffectRecord, Event, Status
+
+__all__ = ["AsyncStore", "ClaimResult", "MemoryStore", "Store"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """The answer of a claim: who holds the key now."""
+
+    acquired: bool
+    record: EffectRecord
+
+
+Expect = tuple[Status, int] | None
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A synchronous ledger backend."""
+
+    def get(self, key: str) -> EffectRecord | None: ...
+
+    def match_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
+
+    def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult: ...
+
+    def transition(
+        self, expect: tuple[Status, int], new: EffectRecord, event: Event
+    ) -> EffectRecord | None: ...
+
+    def append_event(self, event: Event) -> None: ...
+
+    def events(self, key: str) -> list[Event]: ...
+
+    def select(
+        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
+    ) -> list[EffectRecord]: ...
+
+    def open_effects(self, limit: int = 1000) -> list[EffectRecord]: ...
+
+    def counts(self) -> dict[Status, int]: ...
+
+    def salt(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncStore(Protocol):
+    """An asynchronous ledger backend (same primitives, awaitable)."""
+
+    async def get(self, key: str) -> EffectRecord | None: ...
+
+    async def match_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
+
+    async def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult: ...
+
+    async def transition(
+        self, expect: tuple[Status, int], new: EffectRecord, event: Event
+    ) -> EffectRecord | None: ...
+
+    async def append_event(self, event: Event) -> None: ...
+
+    async def events(self, key: str) -> list[Event]: ...
+
+    async def select(
+        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
+    ) -> list[EffectRecord]: ...
+
+    async def open_effects(self, limit: int = 1000) -> list[EffectRecord]: ...
+
+    async def counts(self) -> dict[Status, int]: ...
+
+    async def salt(self) -> bytes: ...
+
+    async def aclose(self) -> None: ...
+
+
+class MemoryStore:
+    """A thread-safe store in memory: for tests and for trying things out.
+
+    It keeps the same atomicity as the durable stores (one lock around each
+    primitive) but nothing survives the process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, EffectRecord] = {}
+        self._events: list[Event] = []
+        self._salt = os.urandom(32)
+        self.fail_next_write: BaseException | None = None
+        """Testing hook: the next write primitive raises this instead of writing."""
+
+    def _maybe_fail(self) -> None:
+        exc, self.fail_next_write = self.fail_next_write, None
+        if exc is not None:
+            raise exc
+
+    def _append(self, event: Event) -> None:
+        self._events.append(replace(event, seq=len(self._events) + 1))
+
+    def get(self, key: str) -> EffectRecord | None:
+        with self._lock:
+            return self._rows.get(key)
+
+    def match_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        with self._lock:
+            return sorted(k for k in self._rows if k.startswith(prefix))[:limit]
+
+    def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult:
+        with self._lock:
+            self._maybe_fail()
+            current = self._rows.get(new.key)
+            if expect is None:
+                if current is not None:
+                    return ClaimResult(False, current)
+            elif current is None or (current.status, current.fence) != expect:
+                if current is None:  # pragma: no cover - rows are never deleted
+                    raise AssertionError("expected a row to replace")
+                return ClaimResult(False, current)
+            self._rows[new.key] = new
+            self._append(event)
+            return ClaimResult(True, new)
+
+    def transition(
+        self, expect: tuple[Status, int], new: EffectRecord, event: Event
+    ) -> EffectRecord | None:
+        with self._lock:
+            self._maybe_fail()
+            current = self._rows.get(new.key)
+            if current is None or (current.status, current.fence) != expect:
+                return None
+            self._rows[new.key] = new
+            self._append(event)
+            return new
+
+    def append_event(self, event: Event) -> None:
+        with self._lock:
+            self._append(event)
+
+    def events(self, key: str) -> list[Event]:
+        with self._lock:
+            return [copy.copy(e) for e in self._events if e.key == key]
+
+    def select(
+        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
+    ) -> list[EffectRecord]:
+        wanted = None if statuses is None else set(statuses)
+        with self._lock:
+            rows: Sequence[EffectRecord] = sorted(
+                (
+                    r
+                    for r in self._rows.values()
+                    if (wanted is None or r.status in wanted) and (kind is None or r.kind == kind)
+                ),
+                key=lambda r: (r.updated_at, r.key),
+            )
+            return list(rows[:limit])
+
+    def open_effects(self, limit: int = 1000) -> list[EffectRecord]:
+        return self.select(OPEN_STATUSES, limit)
+
+    def counts(self) -> dict[Status, int]:
+        with self._lock:
+            out: dict[Status, int] = {}
+            for r in self._rows.values():
+                out[r.status] = out.get(r.status, 0) + 1
+            return out
+
+    def salt(self) -> bytes:
+        return self._salt
+
+    def close(self) -> None:
+        pass

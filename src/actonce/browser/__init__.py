@@ -1,0 +1,65 @@
+"""The Playwright adapter: browser effects that are safe to hand to a runner.
+
+A session is bound to one actor (expected origin and username). Effects
+made from it expose the runner's shapes — ``precondition() -> bool``,
+``perform() -> None`` (at most once), ``verify() -> Verdict`` (read-only),
+``evidence(label) -> str | None`` — plus ``kind`` and ``payload``::
+
+    with Browser() as browser:
+        session = browser.new_session("http://127.0.0.1:8765", "alice")
+        session.login("alice-password")
+        effect = session.post_effect("Hello")
+        effect.perform()
+        print(effect.verify())
+
+``Browser``/``BrowserSession``/``Effect`` are the sync twins of
+``AsyncBrowser``/``AsyncBrowserSession``/``AsyncEffect`` (``close`` /
+``aclose``). Write effects for another site by subclassing ``SiteEffect``
+(see docs/browser.md). Errors: see ``actonce.browser._errors``.
+"""
+
+from __future__ import annotations
+
+from ._discovery import DEFAULT_ARGS, find_chromium
+from ._effects import InvoiceEffect, Media, PostEffect, ToggleEffect, follow, like
+from ._errors import (
+    BrowserError,
+    BrowserNotFound,
+    NotPerformed,
+    OutcomeUnknown,
+    PageUnavailable,
+    ReadBackMismatch,
+)
+from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
+from ._site import SiteEffect, normalize, normalize_text
+from ._sync import Browser, BrowserSession, Effect
+from ._threads import ThreadPart, next_thread_part
+
+__all__ = [
+    "DEFAULT_ARGS",
+    "AsyncBrowser",
+    "AsyncBrowserSession",
+    "AsyncEffect",
+    "Browser",
+    "BrowserError",
+    "BrowserNotFound",
+    "BrowserSession",
+    "Effect",
+    "InvoiceEffect",
+    "Media",
+    "NotPerformed",
+    "OutcomeUnknown",
+    "PageUnavailable",
+    "PostEffect",
+    "ReadBackMismatch",
+    "Screens",
+    "SiteEffect",
+    "ThreadPart",
+    "ToggleEffect",
+    "find_chromium",
+    "follow",
+    "like",
+    "next_thread_part",
+    "normalize",
+    "normalize_text",
+]

@@ -1,0 +1,68 @@
+"""Errors of the Playwright adapter, under actonce's one exception root.
+
+    ActOnceError
+    ├── HardStop
+    │   └── ReadBackMismatch   the prepared form does not hold the payload; nothing clicked
+    └── BrowserError           the browser or the page failed
+        ├── BrowserNotFound    no Chromium to launch (install one)
+        ├── PageUnavailable    a page could not be loaded or read (network, timeout, 5xx)
+        ├── NotPerformed       ``perform`` failed before the click: provably nothing happened
+        └── OutcomeUnknown     the click was sent; whether it took effect is not known
+
+Playwright's own errors are translated here with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._errors import ActOnceError, HardStop
+
+__all__ = [
+    "BrowserError",
+    "BrowserNotFound",
+    "NotPerformed",
+    "OutcomeUnknown",
+    "PageUnavailable",
+    "ReadBackMismatch",
+]
+
+
+class ReadBackMismatch(HardStop):
+    """The prepared state read back from the page is not the intended payload.
+
+    Raised before the click, so nothing was submitted. ``field`` names the
+    first differing field; ``expected`` and ``actual`` are its normalized
+    values.
+    """
+
+    def __init__(self, field: str, expected: Any, actual: Any) -> None:
+        super().__init__(
+            f"read-back mismatch on {field!r}: expected {expected!r}, page holds {actual!r}"
+        )
+        self.field = field
+        self.expected = expected
+        self.actual = actual
+
+
+class BrowserError(ActOnceError):
+    """The browser or a page could not be used."""
+
+
+class BrowserNotFound(BrowserError):
+    """No Chromium executable was found."""
+
+
+class PageUnavailable(BrowserError):
+    """A page could not be loaded or read reliably."""
+
+
+class NotPerformed(BrowserError):
+    """``perform`` stopped before the side-effecting click: nothing happened."""
+
+
+class OutcomeUnknown(BrowserError):
+    """The side-effecting click was sent but its outcome was not confirmed.
+
+    The effect may or may not have happened: verify, never retry blindly.
+    """

@@ -1,0 +1,92 @@
+"""The shape of one browser effect on one site: ``SiteEffect``.
+
+A site effect is written once, as ``async`` methods over an
+``AsyncBrowserSession`` (``session.page`` is a Playwright async ``Page``).
+Both session types run it; the session adds what is the same for every site:
+preflight, read-back comparison, the single click, error translation and
+evidence. A subclass supplies:
+
+- ``payload()``: the JSON-able intended effect (what a ledger hashes);
+- ``prepare(session)``: navigate and fill the form — reversible, no submit;
+- ``read_back(session)`` / ``expected()``: the prepared state as the page
+  holds it, and what it must equal (compared after ``normalize``);
+- ``control(session)``: the one control whose click is the side effect;
+- ``confirm(session)``: optional wait for the site's confirmation;
+- ``verify(session)``: read-only check returning ``Confirmed``/``Absent``/
+  ``Unavailable``;
+- ``precondition(session)``: optional business check (default True).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._model import Verdict
+
+if TYPE_CHECKING:
+    from playwright.async_api import Locator
+
+    from ._session import AsyncBrowserSession
+
+__all__ = ["SiteEffect", "normalize", "normalize_text"]
+
+
+def normalize_text(text: str) -> str:
+    """The documented text normalisation used by read-back and verification.
+
+    Unicode NFC, line endings to ``\\n``, leading and trailing whitespace of the
+    whole text removed. Inner whitespace is kept: it is part of the payload.
+    """
+    return unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def normalize(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``normalize_text`` on every string value; ``None`` becomes ``""``."""
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is None:
+            value = ""
+        out[name] = normalize_text(value) if isinstance(value, str) else value
+    return out
+
+
+class SiteEffect(ABC):
+    """One kind of side effect on one site. Subclass it; see the module doc."""
+
+    kind: str = "effect"
+    """Names the effect kind in payloads, evidence labels and errors."""
+
+    @abstractmethod
+    def payload(self) -> dict[str, Any]:
+        """The intended effect as JSON-able data."""
+
+    async def precondition(self, session: AsyncBrowserSession) -> bool:
+        """Business precondition, checked before the claim. Default: True."""
+        return True
+
+    @abstractmethod
+    async def prepare(self, session: AsyncBrowserSession) -> None:
+        """Open the target and fill the form. Must not submit anything."""
+
+    async def read_back(self, session: AsyncBrowserSession) -> Mapping[str, Any]:
+        """The prepared state as the page holds it (keys as in ``expected``)."""
+        return {}
+
+    def expected(self) -> Mapping[str, Any]:
+        """What ``read_back`` must return, before normalisation."""
+        return {}
+
+    @abstractmethod
+    def control(self, session: AsyncBrowserSession) -> Locator:
+        """The control whose single click is the side effect."""
+
+    async def confirm(self, session: AsyncBrowserSession) -> None:
+        """Wait for the site's confirmation after the click (optional)."""
+        return None
+
+    @abstractmethod
+    async def verify(self, session: AsyncBrowserSession) -> Verdict:
+        """Read-only: does the intended result exist?"""

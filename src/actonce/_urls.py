@@ -13,11 +13,12 @@ folder.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from ._errors import BadLedgerURL
 
-__all__ = ["DEFAULT_LEDGER", "open_store", "resolve_url"]
+__all__ = ["DEFAULT_LEDGER", "open_store", "resolve_url", "sqlite_path"]
 
 DEFAULT_LEDGER = "sqlite:///actonce.db"
 
@@ -25,6 +26,26 @@ DEFAULT_LEDGER = "sqlite:///actonce.db"
 def resolve_url(url: str | None) -> str:
     """The URL that ``url`` (or the environment, or the default) stands for."""
     return url or os.environ.get("ACTONCE_LEDGER") or DEFAULT_LEDGER
+
+
+def _check_plain_path(url: str) -> None:
+    if not url.strip():
+        raise BadLedgerURL("empty ledger URL")
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", url):
+        raise BadLedgerURL(f"malformed ledger URL {url!r}: expected SCHEME://...")
+
+
+def sqlite_path(url: str | None) -> str | None:
+    """The file a SQLite URL (or plain path) names; ``None`` for other stores."""
+    url = resolve_url(url)
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        _check_plain_path(url)
+        return url
+    if scheme.lower() == "sqlite" and rest.startswith("/") and rest != "/":
+        path = rest[1:]
+        return None if path == ":memory:" else path
+    return None
 
 
 def open_store(url: str | None = None, *, prefer_async: bool = False) -> Any:
@@ -38,8 +59,7 @@ def open_store(url: str | None = None, *, prefer_async: bool = False) -> Any:
     url = resolve_url(url)
     scheme, sep, rest = url.partition("://")
     if not sep:
-        if not url.strip():
-            raise BadLedgerURL("empty ledger URL")
+        _check_plain_path(url)
         from ._sqlite import SQLiteStore
 
         return SQLiteStore(url)

@@ -22,7 +22,7 @@ import enum
 from ._errors import InvalidTransition
 from ._model import Status
 
-__all__ = ["TRANSITIONS", "By", "check_transition"]
+__all__ = ["TRANSITIONS", "By", "check_transition", "render_markdown"]
 
 
 class By(enum.StrEnum):
@@ -75,3 +75,23 @@ def check_transition(from_status: Status | None, to_status: Status) -> tuple[By,
         raise InvalidTransition(
             f"the lifecycle has no edge {from_status or '(none)'} -> {to_status}"
         ) from None
+
+
+def render_markdown() -> str:
+    """The lifecycle as Markdown (``docs/lifecycle.md`` is this text)."""
+    lines = [
+        "# The effect lifecycle",
+        "",
+        "Generated from `actonce._lifecycle.TRANSITIONS`; a test fails when this file is stale.",
+        "Every other (from, to) pair raises `InvalidTransition`.",
+        "",
+        "| from | to | by | why |",
+        "|---|---|---|---|",
+    ]
+    for (src, dst), (who, why) in TRANSITIONS.items():
+        lines.append(f"| {src.value if src else '(none)'} | {dst.value} | {who.value} | {why} |")
+    lines += [
+        "",
+        "Reviewable by a human: " + ", ".join(sorted(s.value for s in REVIEWABLE)) + ".",
+    ]
+    return "\n".join(lines) + "\n"

@@ -14,6 +14,9 @@ One root, two branches: what the caller did wrong, and what the world did.
     │   ├── LedgerOutcomeUnknown   a write may or may not have committed
     │   ├── SchemaTooNew           the ledger was written by a newer actonce
     │   └── BadLedgerURL           the ledger URL is malformed or its scheme unknown
+    ├── LeaseError                 an operator lease or a queue item is not ours
+    │   ├── LeaseHeld              another owner holds a live lease
+    │   └── LeaseLost              our lease expired and was taken over (fenced out)
     └── HardStop                   continuing this run is unsafe (login wall, CAPTCHA,
                                    wrong identity, target doubt); raised by adapters
                                    and user code, turned into a ``hard_stop`` outcome
@@ -30,6 +33,9 @@ __all__ = [
     "HardStop",
     "InvalidKey",
     "InvalidTransition",
+    "LeaseError",
+    "LeaseHeld",
+    "LeaseLost",
     "LedgerError",
     "LedgerOutcomeUnknown",
     "LedgerUnavailable",
@@ -104,6 +110,22 @@ class SchemaTooNew(LedgerError):
 
 class BadLedgerURL(LedgerError):
     """The ledger URL is malformed or names an unsupported backend."""
+
+
+class LeaseError(ActOnceError):
+    """An operator lease (or a taken queue item) does not belong to the caller."""
+
+
+class LeaseHeld(LeaseError):
+    """Another owner holds a live lease under that name; try again later."""
+
+
+class LeaseLost(LeaseError):
+    """The lease expired and another owner took it over (its fencing token grew).
+
+    The former holder must stop: its heartbeats and releases are refused, and
+    the effect ledger refuses its writes under the old fencing tokens.
+    """
 
 
 class HardStop(ActOnceError):

@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 
 from . import _migrations
 from ._errors import LedgerOutcomeUnknown, LedgerUnavailable
+from ._leases import LEASE_COLUMNS, LeaseRecord, LeaseResult, lease_from_row
 from ._model import OPEN_STATUSES, EffectRecord, Event, Status
+from ._queue import QUEUE_COLUMNS, ItemStatus, QueueItem, item_from_row
 from ._rows import (
     EFFECT_COLUMNS,
     EVENT_COLUMNS,
@@ -49,6 +51,44 @@ SQL_OPEN = (
 )
 SQL_COUNTS = "SELECT status, count(*) FROM effects GROUP BY status"
 SQL_PREFIX = "SELECT key FROM effects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?"
+
+_L_COLS = ", ".join(LEASE_COLUMNS)
+SQL_LEASE_GET = f"SELECT {_L_COLS} FROM leases WHERE name = ?"
+SQL_LEASE_ACQUIRE = (
+    f"INSERT INTO leases ({_L_COLS}) VALUES (?, ?, 1, ?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, token = leases.token + 1, "
+    "acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, "
+    "expires_at = excluded.expires_at "
+    f"WHERE leases.owner = '' OR leases.expires_at <= ? RETURNING {_L_COLS}"
+)
+SQL_LEASE_RENEW = (
+    "UPDATE leases SET heartbeat_at = ?, expires_at = ? "
+    f"WHERE name = ? AND token = ? AND owner = ? RETURNING {_L_COLS}"
+)
+SQL_LEASE_RELEASE = (
+    "UPDATE leases SET owner = '', expires_at = ? WHERE name = ? AND token = ? AND owner = ?"
+)
+_Q_COLS = ", ".join(QUEUE_COLUMNS)
+SQL_QUEUE_PUT = (
+    "INSERT INTO queue (kind, payload, status, created_at, updated_at) "
+    "VALUES (?, ?, 'queued', ?, ?) RETURNING id"
+)
+SQL_QUEUE_TAKE = (
+    "UPDATE queue SET status = 'taken', taken_by = ?, lease_expires_at = ?, "
+    "attempts = attempts + 1, updated_at = ? WHERE id IN ("
+    "SELECT id FROM queue WHERE status IN ('queued', 'taken') "
+    "AND (status = 'queued' OR lease_expires_at <= ?) ORDER BY id LIMIT ?) "
+    f"RETURNING {_Q_COLS}"
+)
+SQL_QUEUE_EXTEND = (
+    "UPDATE queue SET lease_expires_at = ?, updated_at = ? "
+    "WHERE id = ? AND status = 'taken' AND attempts = ? AND taken_by = ?"
+)
+SQL_QUEUE_DONE = (
+    "UPDATE queue SET status = 'done', updated_at = ? "
+    "WHERE id = ? AND status = 'taken' AND attempts = ? AND taken_by = ?"
+)
+SQL_QUEUE_COUNTS = "SELECT status, count(*) FROM queue GROUP BY status"
 assert {s.value for s in OPEN_STATUSES} == {"claimed", "executing", "unknown"}
 
 
@@ -224,6 +264,81 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    # --- operator leases (see _leases) ------------------------------------------
+
+    def lease_acquire(self, name: str, owner: str, now: float, expires_at: float) -> LeaseResult:
+        def fn(c: sqlite3.Connection) -> tuple[bool, LeaseResult]:
+            row = c.execute(SQL_LEASE_ACQUIRE, (name, owner, now, now, expires_at, now)).fetchone()
+            if row is not None:
+                return True, LeaseResult(True, lease_from_row(row))
+            held = c.execute(SQL_LEASE_GET, (name,)).fetchone()
+            return False, LeaseResult(False, lease_from_row(held))
+
+        return self._write(fn)
+
+    def lease_renew(
+        self, name: str, token: int, owner: str, now: float, expires_at: float
+    ) -> LeaseRecord | None:
+        def fn(c: sqlite3.Connection) -> tuple[bool, LeaseRecord | None]:
+            row = c.execute(SQL_LEASE_RENEW, (now, expires_at, name, token, owner)).fetchone()
+            return row is not None, None if row is None else lease_from_row(row)
+
+        return self._write(fn)
+
+    def lease_release(self, name: str, token: int, owner: str, now: float) -> bool:
+        def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
+            done = c.execute(SQL_LEASE_RELEASE, (now, name, token, owner)).rowcount == 1
+            return done, done
+
+        return self._write(fn)
+
+    def lease_get(self, name: str) -> LeaseRecord | None:
+        row = self._read(lambda c: c.execute(SQL_LEASE_GET, (name,)).fetchone())
+        return None if row is None else lease_from_row(row)
+
+    # --- work hand-out (see _queue) ----------------------------------------------
+
+    def queue_put(self, kind: str, payload: str, now: float) -> int:
+        def fn(c: sqlite3.Connection) -> tuple[bool, int]:
+            return True, int(c.execute(SQL_QUEUE_PUT, (kind, payload, now, now)).fetchone()[0])
+
+        return self._write(fn)
+
+    def queue_take(
+        self, worker: str, now: float, lease_expires_at: float, limit: int = 1
+    ) -> list[QueueItem]:
+        # BEGIN IMMEDIATE serialises takers: the UPDATE ... RETURNING below is
+        # what FOR UPDATE SKIP LOCKED gives on PostgreSQL.
+        def fn(c: sqlite3.Connection) -> tuple[bool, list[QueueItem]]:
+            params = (worker, lease_expires_at, now, now, limit)
+            rows = c.execute(SQL_QUEUE_TAKE, params).fetchall()
+            return bool(rows), sorted((item_from_row(r) for r in rows), key=lambda i: i.id)
+
+        return self._write(fn)
+
+    def queue_extend(
+        self, item_id: int, attempt: int, worker: str, now: float, lease_expires_at: float
+    ) -> bool:
+        def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
+            params = (lease_expires_at, now, item_id, attempt, worker)
+            done = c.execute(SQL_QUEUE_EXTEND, params).rowcount == 1
+            return done, done
+
+        return self._write(fn)
+
+    def queue_done(self, item_id: int, attempt: int, worker: str, now: float) -> bool:
+        def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
+            done = c.execute(SQL_QUEUE_DONE, (now, item_id, attempt, worker)).rowcount == 1
+            return done, done
+
+        return self._write(fn)
+
+    def queue_counts(self) -> dict[str, int]:
+        rows = self._read(lambda c: c.execute(SQL_QUEUE_COUNTS).fetchall())
+        out = {s.value: 0 for s in ItemStatus}
+        out.update({str(r[0]): int(r[1]) for r in rows})
+        return out
 
 
 def _cas_params(new: EffectRecord, expect: tuple[Status, int]) -> tuple[Any, ...]:

@@ -13,6 +13,11 @@ above. Each write primitive appends its event in the same transaction.
 - ``append_event``, ``get``, ``match_prefix``, ``select``, ``open_effects``,
   ``counts``, ``events``, ``salt``, ``close``.
 
+Operator leases (``lease_*``, see :mod:`actonce._leases`) and work hand-out
+(``queue_*``, see :mod:`actonce._queue`) are further primitives that the
+bundled stores offer; they are not part of :class:`Store`, so a store of
+your own needs them only if you use leases or queues.
+
 Write primitives raise :class:`LedgerUnavailable` when nothing was written
 and :class:`LedgerOutcomeUnknown` when a write may have committed.
 """
@@ -20,13 +25,16 @@ and :class:`LedgerOutcomeUnknown` when a write may have committed.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from ._leases import LeaseRecord, LeaseResult
 from ._model import OPEN_STATUSES, EffectRecord, Event, Status
+from ._queue import ItemStatus, QueueItem
 
 __all__ = ["AsyncStore", "ClaimResult", "MemoryStore", "Store"]
 
@@ -116,6 +124,8 @@ class MemoryStore:
         self._rows: dict[str, EffectRecord] = {}
         self._events: list[Event] = []
         self._salt = os.urandom(32)
+        self._leases: dict[str, LeaseRecord] = {}
+        self._queue: dict[int, QueueItem] = {}
         self.fail_next_write: BaseException | None = None
         """Testing hook: the next write primitive raises this instead of writing."""
 
@@ -200,3 +210,111 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+    # --- operator leases (see _leases) ------------------------------------------
+
+    def lease_acquire(self, name: str, owner: str, now: float, expires_at: float) -> LeaseResult:
+        with self._lock:
+            self._maybe_fail()
+            current = self._leases.get(name)
+            if current is not None and current.live(now):
+                return LeaseResult(False, current)
+            token = 1 if current is None else current.token + 1
+            new = LeaseRecord(name, owner, token, now, now, expires_at)
+            self._leases[name] = new
+            return LeaseResult(True, new)
+
+    def lease_renew(
+        self, name: str, token: int, owner: str, now: float, expires_at: float
+    ) -> LeaseRecord | None:
+        with self._lock:
+            self._maybe_fail()
+            current = self._leases.get(name)
+            if current is None or (current.token, current.owner) != (token, owner):
+                return None
+            new = replace(current, heartbeat_at=now, expires_at=expires_at)
+            self._leases[name] = new
+            return new
+
+    def lease_release(self, name: str, token: int, owner: str, now: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            current = self._leases.get(name)
+            if current is None or (current.token, current.owner) != (token, owner):
+                return False
+            self._leases[name] = replace(current, owner="", expires_at=now)
+            return True
+
+    def lease_get(self, name: str) -> LeaseRecord | None:
+        with self._lock:
+            return self._leases.get(name)
+
+    # --- work hand-out (see _queue) ----------------------------------------------
+
+    def queue_put(self, kind: str, payload: str, now: float) -> int:
+        with self._lock:
+            self._maybe_fail()
+            item_id = len(self._queue) + 1
+            self._queue[item_id] = QueueItem(
+                item_id, kind, json.loads(payload), ItemStatus.QUEUED, None, None, 0, now, now
+            )
+            return item_id
+
+    def queue_take(
+        self, worker: str, now: float, lease_expires_at: float, limit: int = 1
+    ) -> list[QueueItem]:
+        with self._lock:
+            self._maybe_fail()
+            taken: list[QueueItem] = []
+            for item in sorted(self._queue.values(), key=lambda i: i.id):
+                if len(taken) >= limit:
+                    break
+                free = item.status is ItemStatus.QUEUED or (
+                    item.status is ItemStatus.TAKEN
+                    and item.lease_expires_at is not None
+                    and item.lease_expires_at <= now
+                )
+                if free:
+                    new = replace(
+                        item,
+                        status=ItemStatus.TAKEN,
+                        taken_by=worker,
+                        lease_expires_at=lease_expires_at,
+                        attempts=item.attempts + 1,
+                        updated_at=now,
+                    )
+                    self._queue[item.id] = new
+                    taken.append(new)
+            return taken
+
+    def _queue_cas(self, item_id: int, attempt: int, worker: str, **changes: Any) -> bool:
+        item = self._queue.get(item_id)
+        if item is None or (item.status, item.attempts, item.taken_by) != (
+            ItemStatus.TAKEN,
+            attempt,
+            worker,
+        ):
+            return False
+        self._queue[item_id] = replace(item, **changes)
+        return True
+
+    def queue_extend(
+        self, item_id: int, attempt: int, worker: str, now: float, lease_expires_at: float
+    ) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            return self._queue_cas(
+                item_id, attempt, worker, lease_expires_at=lease_expires_at, updated_at=now
+            )
+
+    def queue_done(self, item_id: int, attempt: int, worker: str, now: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            return self._queue_cas(item_id, attempt, worker, status=ItemStatus.DONE, updated_at=now)
+
+    def queue_counts(self) -> dict[str, int]:
+        with self._lock:
+            out = {s.value: 0 for s in ItemStatus}
+            for item in self._queue.values():
+                out[item.status.value] += 1
+            return out

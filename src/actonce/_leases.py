@@ -1,0 +1,269 @@
+"""Operator leases: one named run at a time, fenced.
+
+Idempotency protects one effect; a lease keeps two scheduled runs from
+driving the same browser workflow at once (seed 000, section 3). A lease
+row has an owner, a heartbeat, an expiry and a fencing ``token`` that grows
+with every acquisition and is never reused (released rows stay, with an
+empty owner).
+
+Store primitives (memory, SQLite, PostgreSQL; all atomic, all given the
+time by the caller so that a frozen clock drives them in tests):
+
+- ``lease_acquire(name, owner, now, expires_at)``: take the lease if it is
+  free, released or expired (token + 1). A lost race is a value:
+  ``LeaseResult(acquired=False, record=<the holder>)``.
+- ``lease_renew(name, token, owner, now, expires_at)``: heartbeat; a
+  compare-and-set on the token, ``None`` once another owner took over.
+- ``lease_release(name, token, owner, now)``: ``False`` once taken over.
+- ``lease_get(name)``.
+
+:class:`Lease` and :class:`AsyncLease` wrap them: context managers that
+release in ``finally`` and raise :class:`LeaseLost` when fenced out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from ._clock import Clock, SystemClock
+from ._errors import LeaseHeld, LeaseLost, UsageError
+
+__all__ = [
+    "LEASE_COLUMNS",
+    "AsyncLease",
+    "Lease",
+    "LeaseRecord",
+    "LeaseResult",
+    "call_store",
+    "default_owner",
+    "lease_from_row",
+    "store_and_clock",
+]
+
+LEASE_COLUMNS = ("name", "owner", "token", "acquired_at", "heartbeat_at", "expires_at")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """One operator lease as the ledger holds it.
+
+    ``owner`` is empty once the lease was released; ``token`` is the fencing
+    token of the latest acquisition.
+    """
+
+    name: str
+    owner: str
+    token: int
+    acquired_at: float
+    heartbeat_at: float
+    expires_at: float
+
+    def live(self, now: float) -> bool:
+        """True while an owner holds the lease and it has not expired."""
+        return bool(self.owner) and now < self.expires_at
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseResult:
+    """The answer of an acquisition: who holds the lease now."""
+
+    acquired: bool
+    record: LeaseRecord
+
+
+def lease_from_row(row: Sequence[Any]) -> LeaseRecord:
+    """A ``LeaseRecord`` from a row in ``LEASE_COLUMNS`` order."""
+    return LeaseRecord(
+        name=str(row[0]),
+        owner=str(row[1]),
+        token=int(row[2]),
+        acquired_at=float(row[3]),
+        heartbeat_at=float(row[4]),
+        expires_at=float(row[5]),
+    )
+
+
+def default_owner() -> str:
+    """An owner id naming this host and process, unique per call."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def store_and_clock(target: Any, clock: Clock | None) -> tuple[Any, Clock]:
+    """The store behind ``target`` (a ledger or a store) and the clock to use."""
+    store = getattr(target, "store", target)
+    return store, clock or getattr(target, "clock", None) or SystemClock()
+
+
+async def call_store(store: Any, method: str, *args: Any) -> Any:
+    """Await ``store.method(*args)``; a synchronous store runs in a thread."""
+    fn = getattr(store, method)
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args)
+    return await asyncio.to_thread(fn, *args)
+
+
+class _LeaseBase:
+    """What both lease classes share: arguments out, answers in. No I/O."""
+
+    def __init__(
+        self,
+        target: Any,
+        name: str,
+        *,
+        owner: str | None = None,
+        ttl: float = 60.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if not name:
+            raise UsageError("a lease needs a name")
+        if ttl <= 0:
+            raise UsageError("a lease needs a positive ttl")
+        self.store, self.clock = store_and_clock(target, clock)
+        self.name = name
+        self.owner = owner or default_owner()
+        self.ttl = ttl
+        self.record: LeaseRecord | None = None
+        """The lease as last written by this holder (``None`` when not held)."""
+        self._last: LeaseRecord | None = None
+
+    @property
+    def token(self) -> int:
+        """The fencing token of the current acquisition (0 when not held)."""
+        return 0 if self.record is None else self.record.token
+
+    def _acquire_args(self) -> tuple[Any, ...]:
+        now = self.clock.now()
+        return (self.name, self.owner, now, now + self.ttl)
+
+    def _acquired(self, result: LeaseResult) -> bool:
+        self.record = result.record if result.acquired else None
+        return result.acquired
+
+    def _held(self) -> LeaseRecord:
+        if self.record is None:
+            raise UsageError(f"lease {self.name!r} is not held by {self.owner}")
+        return self.record
+
+    def _renew_args(self) -> tuple[Any, ...]:
+        held = self._held()
+        now = self.clock.now()
+        return (self.name, held.token, self.owner, now, now + self.ttl)
+
+    def _renewed(self, record: LeaseRecord | None) -> LeaseRecord:
+        if record is None:
+            self.record = None
+            raise self._lost()
+        self.record = record
+        return record
+
+    def _release_args(self) -> tuple[Any, ...]:
+        held = self._held()
+        return (self.name, held.token, self.owner, self.clock.now())
+
+    def _released(self, ok: bool) -> None:
+        self.record = None
+        if not ok:
+            raise self._lost()
+
+    def _lost(self) -> LeaseLost:
+        return LeaseLost(f"lease {self.name!r} expired and was taken over; stop this run")
+
+    def _held_error(self, result_record: LeaseRecord | None) -> LeaseHeld:
+        holder = result_record.owner if result_record else "another owner"
+        return LeaseHeld(f"lease {self.name!r} is held by {holder}")
+
+
+class Lease(_LeaseBase):
+    """A named operator lease, synchronous.
+
+    ``target`` is a :class:`~actonce.Ledger` or a store. Use it as a context
+    manager (raises :class:`LeaseHeld` when someone else holds it, releases
+    in ``finally``), or call :meth:`acquire` / :meth:`release` yourself.
+    Call :meth:`heartbeat` during long rounds, well within ``ttl`` seconds.
+    """
+
+    def acquire(self) -> bool:
+        """Take the lease if it is free or expired; ``False`` if it is held."""
+        result: LeaseResult = self.store.lease_acquire(*self._acquire_args())
+        self._last = result.record
+        return self._acquired(result)
+
+    def heartbeat(self) -> LeaseRecord:
+        """Push the expiry ``ttl`` seconds ahead.
+
+        Raises:
+            LeaseLost: the lease expired and another owner took it over.
+        """
+        return self._renewed(self.store.lease_renew(*self._renew_args()))
+
+    def release(self) -> None:
+        """Give the lease up now (expiry would free it anyway).
+
+        Raises:
+            LeaseLost: the lease had already been taken over.
+        """
+        self._released(self.store.lease_release(*self._release_args()))
+
+    def __enter__(self) -> Lease:
+        if not self.acquire():
+            raise self._held_error(self._last)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self.release()
+        except LeaseLost:
+            if exc is None:
+                raise  # the round ran (partly) without its lease: say so
+
+
+class AsyncLease(_LeaseBase):
+    """A named operator lease, asynchronous; same names as :class:`Lease`.
+
+    ``target`` is an :class:`~actonce.AsyncLedger`, a ledger or a store (a
+    synchronous store runs in a worker thread). Use ``async with``.
+    """
+
+    async def acquire(self) -> bool:
+        """Take the lease if it is free or expired; ``False`` if it is held."""
+        result: LeaseResult = await call_store(self.store, "lease_acquire", *self._acquire_args())
+        self._last = result.record
+        return self._acquired(result)
+
+    async def heartbeat(self) -> LeaseRecord:
+        """Push the expiry ``ttl`` seconds ahead (raises :class:`LeaseLost`)."""
+        return self._renewed(await call_store(self.store, "lease_renew", *self._renew_args()))
+
+    async def release(self) -> None:
+        """Give the lease up now (raises :class:`LeaseLost` if taken over)."""
+        self._released(await call_store(self.store, "lease_release", *self._release_args()))
+
+    async def __aenter__(self) -> AsyncLease:
+        if not await self.acquire():
+            raise self._held_error(self._last)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self.release()
+        except LeaseLost:
+            if exc is None:
+                raise

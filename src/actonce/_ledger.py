@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ParamSpec
 
 from . import _crash
 from ._clock import Clock, SystemClock
@@ -58,6 +58,8 @@ from ._store import AsyncStore, Store
 from ._urls import open_store
 
 __all__ = ["AsyncLedger", "Effect", "Ledger", "ReconcileReport", "Resolution"]
+
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +406,48 @@ class Ledger(_Base):
         plan = self._plan(effect, self._salt_bytes(), run_id)
         fns = _Callables(effect.verify, effect.perform, effect.precondition, effect.evidence)
         return _drive(run_effect(plan), self.store, fns, self.clock, plan.key)
+
+    def once(
+        self,
+        *,
+        kind: str,
+        key: Callable[P, EffectKey | str],
+        verify: Callable[P, Verdict],
+        payload: Callable[P, Any] | None = None,
+        policy: Policy | None = None,
+    ) -> Callable[[Callable[P, Any]], Callable[P, RunResult]]:
+        """Decorator: make a plain function an effect run under the protocol.
+
+        ``key``, ``verify`` and ``payload`` receive the same arguments as the
+        function; the payload defaults to the arguments themselves::
+
+            @ledger.once(kind="invoice", key=lambda ref: invoice_key(ref),
+                         verify=lambda ref: invoice_exists(ref))
+            def create_invoice(ref: str) -> None: ...
+
+            result = create_invoice("ORDER-9201")   # a RunResult
+        """
+
+        def deco(fn: Callable[P, Any]) -> Callable[P, RunResult]:
+            @functools.wraps(fn)
+            def wrapper(*args: P.args, **kwargs: P.kwargs) -> RunResult:
+                body = (
+                    payload(*args, **kwargs) if payload else {"args": list(args), "kwargs": kwargs}
+                )
+                return self.run(
+                    Effect(
+                        key=key(*args, **kwargs),
+                        kind=kind,
+                        payload=body,
+                        perform=lambda: fn(*args, **kwargs),
+                        verify=lambda: verify(*args, **kwargs),
+                        policy=policy or Policy(),
+                    )
+                )
+
+            return wrapper
+
+        return deco
 
     def reconcile(
         self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None

@@ -1,0 +1,95 @@
+"""Preflight hard stops and read-back: nothing is clicked when in doubt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from actonce._errors import HardStop
+from actonce.browser import BrowserSession, ReadBackMismatch
+
+SessionFactory = Callable[..., BrowserSession]
+
+pytestmark = pytest.mark.browser
+
+
+def creates(base: str) -> list[dict[str, Any]]:
+    log: list[dict[str, Any]] = httpx.get(base + "/admin/requests").json()["requests"]
+    return [r for r in log if r["method"] == "POST" and r["action"] != "login"]
+
+
+def test_login_wall_is_a_hard_stop(new_session: SessionFactory, base: str) -> None:
+    session = new_session("alice", login=False)
+    effect = session.post_effect("Hello")
+    with pytest.raises(HardStop, match=r"login wall|identity"):
+        effect.perform()
+    assert creates(base) == []
+
+
+def test_wrong_identity_is_a_hard_stop(new_session: SessionFactory, base: str) -> None:
+    session = new_session("alice", as_user="bob")
+    with pytest.raises(HardStop, match="signed in as 'bob', not 'alice'"):
+        session.invoice_effect("ORDER-1", 10).perform()
+    with pytest.raises(HardStop):
+        session.preflight()
+    assert creates(base) == []
+
+
+@pytest.mark.parametrize(("fault", "reason"), [
+    ("captcha", "CAPTCHA"),
+    ("rate_limit", "rate-limit"),
+    ("session_expired", "login wall"),
+])
+def test_blocking_screens_are_hard_stops(new_session: SessionFactory, base: str,
+                                         set_faults: Callable[..., None], fault: str,
+                                         reason: str) -> None:
+    session = new_session("alice")
+    set_faults({"action": "view.compose", "fault": fault, "times": 1})
+    with pytest.raises(HardStop, match=reason):
+        session.post_effect("Hello").perform()
+    assert creates(base) == []
+
+
+def test_lost_lease_is_a_hard_stop(new_session: SessionFactory, base: str) -> None:
+    held = [True]
+    session = new_session("alice", lease_ok=lambda: held[0])
+    effect = session.post_effect("Hello")
+    assert effect.precondition() is True
+    held[0] = False
+    with pytest.raises(HardStop, match="lease"):
+        effect.perform()
+    assert creates(base) == []
+
+
+def test_missing_reply_target_is_a_hard_stop(new_session: SessionFactory, base: str) -> None:
+    session = new_session("alice")
+    with pytest.raises(HardStop, match="does not resolve"):
+        session.post_effect("reply", parent=base + "/posts/404").precondition()
+
+
+def test_editor_append_is_caught_by_read_back(new_session: SessionFactory, base: str,
+                                              set_faults: Callable[..., None],
+                                              truth: Callable[[], dict[str, Any]]) -> None:
+    session = new_session("alice")
+    set_faults({"action": "view.compose", "fault": "editor_append", "draft": "Old draft. "})
+    effect = session.post_effect("Fresh text")
+    with pytest.raises(ReadBackMismatch) as info:
+        effect.perform()
+    assert info.value.field == "text"
+    assert info.value.actual == "Old draft. Fresh text"
+    assert isinstance(info.value, HardStop)
+    assert truth()["totals"]["posts"] == 0
+    assert creates(base) == []
+
+
+def test_perform_runs_at_most_once(new_session: SessionFactory,
+                                   truth: Callable[[], dict[str, Any]]) -> None:
+    session = new_session("alice")
+    effect = session.invoice_effect("ORDER-ONCE", 5)
+    effect.perform()
+    with pytest.raises(Exception, match="at most once"):
+        effect.perform()
+    assert truth()["totals"]["invoices"] == 1

@@ -1,0 +1,156 @@
+"""Verification contracts: Confirmed / Absent / Unavailable, in real Chromium."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from actonce._model import Absent, Confirmed, Unavailable
+from actonce.browser import Browser, BrowserSession, Media, OutcomeUnknown, ReadBackMismatch
+from actonce.sandbox import SEED_USERS, SandboxServer
+
+SessionFactory = Callable[..., BrowserSession]
+
+pytestmark = pytest.mark.browser
+
+
+def test_post_with_media_confirmed_with_canonical_url(
+        new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]) -> None:
+    session = new_session("alice")
+    effect = session.post_effect("  Sunset\nover the bay ", media=Media("image", "sunset.jpg",
+                                                                        "orange sky"))
+    assert effect.payload["text"] == "Sunset\nover the bay"
+    assert effect.verify() == Absent()
+    effect.perform()
+    verdict = effect.verify()
+    assert verdict == Confirmed(base + "/posts/1")
+    assert effect.verify() == verdict  # read-only, repeatable
+    assert truth()["totals"]["posts"] == 1
+
+
+def test_post_contract_is_exact(new_session: SessionFactory, base: str) -> None:
+    with httpx.Client(base_url=base) as c:
+        c.post("/login", data={"username": "alice", "password": SEED_USERS["alice"]})
+        c.post("/compose", data={"text": "Same words", "media_type": "image",
+                                 "media_name": "a.png", "alt": "wrong alt"})
+        c.post("/compose", data={"text": "Same words and more"})
+    session = new_session("alice")
+    assert session.post_effect("Same words", media=Media("image", "a.png", "right alt")
+                               ).verify() == Absent()
+    assert session.post_effect("Same words").verify() == Absent()  # media count differs
+    assert new_session("bob").post_effect("Same words and more").verify() == Absent()
+    assert session.post_effect("Same words and more").verify() == Confirmed(base + "/posts/2")
+
+
+def test_reply_contract_checks_the_parent(new_session: SessionFactory, base: str) -> None:
+    session = new_session("alice")
+    root = session.post_effect("Root")
+    root.perform()
+    root_url = root.verify()
+    assert isinstance(root_url, Confirmed) and root_url.result_ref
+    reply = session.post_effect("Reply", parent=root_url.result_ref)
+    assert reply.payload["parent"] == "/posts/1"
+    assert reply.precondition() is True
+    reply.perform()
+    assert reply.verify() == Confirmed(base + "/posts/2")
+    other = session.post_effect("Reply")  # same text, no parent: not the same post
+    assert other.verify() == Absent()
+
+
+def test_lost_confirmation_is_unknown_then_verified(
+        new_session: SessionFactory, set_faults: Callable[..., None],
+        truth: Callable[[], dict[str, Any]]) -> None:
+    session = new_session("alice", confirm_timeout=2.0)
+    set_faults({"action": "post.create", "fault": "lost_response", "times": 1})
+    effect = session.post_effect("Did it post?")
+    with pytest.raises(OutcomeUnknown):
+        effect.perform()
+    assert isinstance(effect.verify(), Confirmed)
+    assert truth()["totals"]["posts"] == 1
+
+
+def test_late_indexing_is_absent_then_confirmed(
+        new_session: SessionFactory, set_faults: Callable[..., None]) -> None:
+    session = new_session("alice")
+    set_faults({"action": "post.create", "fault": "late_index", "seconds": 1.5})
+    effect = session.post_effect("Slow to index")
+    effect.perform()
+    assert effect.verify() == Absent()  # absence right after the click proves nothing
+    deadline = time.monotonic() + 10
+    verdict = effect.verify()
+    while not isinstance(verdict, Confirmed) and time.monotonic() < deadline:
+        verdict = effect.verify()
+    assert isinstance(verdict, Confirmed)
+
+
+def test_verify_unavailable_when_slow(new_session: SessionFactory,
+                                      set_faults: Callable[..., None]) -> None:
+    session = new_session("alice", timeout=1.0)
+    set_faults({"action": "view.search", "fault": "slow_response", "seconds": 5})
+    verdict = session.post_effect("anything").verify()
+    assert isinstance(verdict, Unavailable)
+    assert "Timeout" in verdict.reason
+
+
+def test_verify_unavailable_on_blocking_screen(new_session: SessionFactory,
+                                               set_faults: Callable[..., None]) -> None:
+    session = new_session("alice")
+    set_faults({"action": "view.invoices", "fault": "captcha"})
+    verdict = session.invoice_effect("ORDER-9", 1).verify()
+    assert isinstance(verdict, Unavailable) and "CAPTCHA" in verdict.reason
+
+
+def test_verify_unavailable_when_server_unreachable(browser: Browser) -> None:
+    srv = SandboxServer().start()
+    session = browser.new_session(srv.url, "alice", timeout=3.0)
+    try:
+        session.login(SEED_USERS["alice"])
+        effect = session.invoice_effect("ORDER-X", 1)
+        assert effect.verify() == Absent()
+        srv.stop()
+        verdict = effect.verify()
+        assert isinstance(verdict, Unavailable)
+        assert "ERR_CONNECTION_REFUSED" in verdict.reason
+    finally:
+        session.close()
+        srv.stop()
+
+
+def test_like_and_follow_contracts(new_session: SessionFactory, base: str,
+                                   truth: Callable[[], dict[str, Any]]) -> None:
+    alice, bob = new_session("alice"), new_session("bob")
+    post = alice.post_effect("Like this")
+    post.perform()
+    url = post.verify()
+    assert isinstance(url, Confirmed) and url.result_ref
+    like = bob.like_effect(url.result_ref)
+    assert like.verify() == Absent()
+    like.perform()
+    assert like.verify() == Confirmed(url.result_ref)
+    with pytest.raises(ReadBackMismatch, match="state"):
+        bob.like_effect(url.result_ref).perform()  # a second press would undo it
+    assert alice.like_effect(url.result_ref).verify() == Absent()  # per-user state
+    unlike = bob.like_effect(url.result_ref, liked=False)
+    assert unlike.verify() == Absent()
+    unlike.perform()
+    assert unlike.verify() == Confirmed(url.result_ref)
+    follow = bob.follow_effect("alice")
+    follow.perform()
+    assert follow.verify() == Confirmed(base + "/u/alice")
+    gt = truth()
+    assert [g["count"] for g in gt["likes"]] == [2] and gt["follows"][0]["count"] == 1
+
+
+def test_invoice_contract(new_session: SessionFactory, base: str) -> None:
+    bob = new_session("bob")
+    bob.invoice_effect("ORDER-9201", 5).perform()
+    alice = new_session("alice")
+    effect = alice.invoice_effect("ORDER-9201", 120)
+    assert effect.verify() == Absent()  # bob's invoice is not alice's
+    assert effect.precondition() is True
+    effect.perform()
+    assert effect.verify() == Confirmed(base + "/invoices/2")

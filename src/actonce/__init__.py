@@ -13,6 +13,9 @@ from ._errors import (
     HardStop,
     InvalidKey,
     InvalidTransition,
+    LeaseError,
+    LeaseHeld,
+    LeaseLost,
     LedgerError,
     LedgerOutcomeUnknown,
     LedgerUnavailable,
@@ -23,6 +26,7 @@ from ._errors import (
     UsageError,
 )
 from ._keys import EffectKey, canonical_json, effect_key
+from ._leases import AsyncLease, Lease, LeaseRecord
 from ._ledger import AsyncLedger, Effect, Ledger, ReconcileReport, Resolution
 from ._model import (
     Absent,
@@ -37,6 +41,7 @@ from ._model import (
     Unavailable,
     Verdict,
 )
+from ._queue import AsyncWorkQueue, ItemStatus, QueueItem, WorkQueue
 from ._registry import Registry, registry
 
 __version__ = "0.1.0"
@@ -55,7 +60,9 @@ def open_ledger(url: str | None = None) -> Ledger:
 __all__ = [
     "Absent",
     "ActOnceError",
+    "AsyncLease",
     "AsyncLedger",
+    "AsyncWorkQueue",
     "BadLedgerURL",
     "Clock",
     "Confirmed",
@@ -67,6 +74,12 @@ __all__ = [
     "HardStop",
     "InvalidKey",
     "InvalidTransition",
+    "ItemStatus",
+    "Lease",
+    "LeaseError",
+    "LeaseHeld",
+    "LeaseLost",
+    "LeaseRecord",
     "Ledger",
     "LedgerError",
     "LedgerOutcomeUnknown",
@@ -75,6 +88,7 @@ __all__ = [
     "PayloadMismatch",
     "Policy",
     "ProtocolError",
+    "QueueItem",
     "ReconcileReport",
     "Registry",
     "Resolution",
@@ -86,6 +100,7 @@ __all__ = [
     "UnknownEffect",
     "UsageError",
     "Verdict",
+    "WorkQueue",
     "__version__",
     "canonical_json",
     "effect_key",

@@ -10,8 +10,6 @@ import pytest
 from actonce.browser import Browser, BrowserSession
 from actonce.sandbox import SEED_USERS, SandboxServer
 
-pytestmark = pytest.mark.browser
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SandboxServer]:

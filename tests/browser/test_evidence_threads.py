@@ -106,5 +106,7 @@ async def test_async_session_same_names(tmp_path: Path) -> None:
                 await effect.perform()
                 assert await effect.verify() == Confirmed(srv.url + "/invoices/1")
                 assert await effect.evidence("after") is not None
+                part = session.thread_effect(["only part"], [])
+                assert part is not None and part.payload["parent"] is None
             finally:
                 await session.aclose()

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from actonce.sandbox import SandboxServer
+from actonce.sandbox import SandboxServer, serve
 
 
 def whoami(html: str) -> str:
@@ -133,6 +133,8 @@ def test_reset_and_non_loopback_refused(base: str, alice: httpx.Client) -> None:
     assert truth(base)["totals"]["invoices"] == 0  # type: ignore[index]
     with pytest.raises(ValueError, match="loopback"):
         SandboxServer(host="0.0.0.0")
+    with pytest.raises(ValueError, match="allow_remote"):
+        serve(host="192.0.2.1")
 
 
 def test_server_stops_cleanly() -> None:

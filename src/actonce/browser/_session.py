@@ -24,7 +24,7 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
@@ -37,6 +37,7 @@ from .._model import Unavailable, Verdict
 from ._discovery import DEFAULT_ARGS, find_chromium
 from ._errors import BrowserError, NotPerformed, OutcomeUnknown, PageUnavailable, ReadBackMismatch
 from ._site import SiteEffect, normalize
+from ._threads import next_thread_part
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser as PWBrowser
@@ -297,6 +298,16 @@ class AsyncBrowserSession:
         from ._effects import InvoiceEffect
 
         return self.effect(InvoiceEffect(self.username, reference, amount))
+
+    def thread_effect(self, parts: Sequence[str], verified: Sequence[str], *,
+                      root_parent: str | None = None) -> AsyncEffect | None:
+        """The effect for the next unverified thread part (None when done).
+
+        ``verified`` holds the canonical URLs of the parts already verified, in
+        order; the last one is the next part's expected parent.
+        """
+        part = next_thread_part(parts, verified, root_parent=root_parent)
+        return None if part is None else self.post_effect(part.text, parent=part.parent)
 
     async def aclose(self) -> None:
         """Close the browser context if this session created it."""

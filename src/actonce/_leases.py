@@ -223,6 +223,8 @@ class Lease(_LeaseBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self.record is None:
+            return  # released by hand, or already reported lost by heartbeat()
         try:
             self.release()
         except LeaseLost:
@@ -262,6 +264,8 @@ class AsyncLease(_LeaseBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self.record is None:
+            return
         try:
             await self.release()
         except LeaseLost:

@@ -1,0 +1,84 @@
+"""One ``store`` fixture over every backend: memory, SQLite, PostgreSQL.
+
+PostgreSQL runs when ``ACTONCE_TEST_POSTGRES_DSN`` names a server; each test
+gets a schema of its own, dropped afterwards. Unset: those cases skip and
+say how to enable them. With ``CI`` set, an unreachable server fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actonce._sqlite import SQLiteStore
+from actonce._store import MemoryStore
+
+ENABLE = (
+    "PostgreSQL tests are off: set ACTONCE_TEST_POSTGRES_DSN="
+    "postgresql://postgres@127.0.0.1:5432/test to run them"
+)
+
+
+def postgres_dsn() -> str:
+    """The test server's DSN, after checking it answers (skip or fail otherwise)."""
+    dsn = os.environ.get("ACTONCE_TEST_POSTGRES_DSN")
+    if not dsn:
+        pytest.skip(ENABLE)
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        message = f"PostgreSQL at {dsn} is unreachable: {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return dsn
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[tuple[str, str]]:
+    """A fresh schema name on the test server, dropped afterwards: (dsn, schema)."""
+    dsn = postgres_dsn()
+    schema = f"actonce_test_{uuid.uuid4().hex[:10]}"
+    try:
+        yield dsn, schema
+    finally:
+        drop_schema(dsn, schema)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    if backend == "memory":
+        yield MemoryStore()
+        return
+    if backend == "sqlite":
+        s = SQLiteStore(str(tmp_path / "ledger.db"))
+        yield s
+        s.close()
+        return
+    from actonce._postgres import PostgresStore
+
+    dsn, schema = request.getfixturevalue("pg_schema")
+    s = PostgresStore(dsn, schema=schema, max_size=16)
+    yield s
+    s.close()

@@ -1,0 +1,190 @@
+"""Every Store primitive behaves the same on memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+from actonce import Confirmed, Effect, Event, EventType, Ledger, Policy, Status
+from actonce._model import EffectRecord
+
+T0 = 1_700_000_000.0
+
+
+def record(key: str, status: Status = Status.CLAIMED, fence: int = 1, **kw: Any) -> EffectRecord:
+    base: dict[str, Any] = dict(
+        kind="post",
+        owner="run-a",
+        lease_expires_at=T0 + 60,
+        payload='{"text":"hi"}',
+        payload_hash="h" * 64,
+        created_at=T0,
+        updated_at=T0,
+    )
+    base.update(kw)
+    return EffectRecord(key=key, status=status, fence=fence, **base)
+
+
+def event(r: EffectRecord, frm: Status | None = None, **kw: Any) -> Event:
+    return Event(
+        key=r.key,
+        type=EventType(r.status.value),
+        at=r.updated_at,
+        fence=r.fence,
+        run_id=r.owner,
+        from_status=frm,
+        to_status=r.status,
+        **kw,
+    )
+
+
+def test_get_missing(store: Any) -> None:
+    assert store.get("nope") is None
+    assert store.events("nope") == []
+
+
+def test_claim_inserts_once_and_returns_the_winner_as_a_value(store: Any) -> None:
+    first = record("k1", owner="a")
+    won = store.claim(first, None, event(first))
+    assert won.acquired and won.record == first
+    second = record("k1", owner="b")
+    lost = store.claim(second, None, event(second))
+    assert not lost.acquired
+    assert lost.record == first
+    assert store.get("k1") == first
+    assert [e.run_id for e in store.events("k1")] == ["a"]
+
+
+def test_claim_race_between_threads_has_one_winner(store: Any) -> None:
+    n = 12
+    barrier = threading.Barrier(n)
+    results: list[Any] = [None] * n
+
+    def go(i: int) -> None:
+        r = record("race", owner=f"w{i}")
+        barrier.wait()
+        results[i] = store.claim(r, None, event(r))
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [r for r in results if r.acquired]
+    assert len(winners) == 1
+    assert all(r.record == winners[0].record for r in results)
+    assert len(store.events("race")) == 1
+
+
+def test_claim_with_expectation_is_a_compare_and_set(store: Any) -> None:
+    old = record("k", Status.FAILED, 1)
+    store.claim(old, None, event(old))
+    again = record("k", Status.CLAIMED, 2, owner="b", updated_at=T0 + 1)
+    stale = store.claim(again, (Status.CLAIMED, 1), event(again, Status.FAILED))
+    assert not stale.acquired and stale.record == old
+    won = store.claim(again, (Status.FAILED, 1), event(again, Status.FAILED))
+    assert won.acquired and store.get("k") == again
+    late = record("k", Status.CLAIMED, 2, owner="c")
+    assert not store.claim(late, (Status.FAILED, 1), event(late, Status.FAILED)).acquired
+    assert [e.fence for e in store.events("k")] == [1, 2]
+
+
+def test_transition_cas_and_its_event_commit_together(store: Any) -> None:
+    r = record("t")
+    store.claim(r, None, event(r))
+    executing = replace(r, status=Status.EXECUTING, executing_at=T0 + 1, updated_at=T0 + 1)
+    assert store.transition((Status.CLAIMED, 1), executing, event(executing, Status.CLAIMED)) == (
+        executing
+    )
+    # The same move again no longer matches: nothing written, no event.
+    assert (
+        store.transition((Status.CLAIMED, 1), executing, event(executing, Status.CLAIMED)) is None
+    )
+    # A fenced-out writer (old fence) is refused too.
+    zombie = replace(executing, status=Status.CONFIRMED, fence=1)
+    assert store.transition((Status.EXECUTING, 0), zombie, event(zombie)) is None
+    done = replace(executing, status=Status.CONFIRMED, result_ref="u/1", updated_at=T0 + 2)
+    assert store.transition((Status.EXECUTING, 1), done, event(done, Status.EXECUTING)) == done
+    assert store.get("t") == done
+    history = store.events("t")
+    assert [e.type for e in history] == [
+        EventType.CLAIMED,
+        EventType.EXECUTING,
+        EventType.CONFIRMED,
+    ]
+    seqs = [e.seq for e in history]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+
+
+def test_append_event_keeps_data_and_order(store: Any) -> None:
+    r = record("e")
+    store.claim(r, None, event(r))
+    store.append_event(
+        Event(key="e", type=EventType.EVIDENCE, at=T0 + 3, fence=1, run_id="x", data={"a": [1, 2]})
+    )
+    store.append_event(Event(key="e", type=EventType.CLAIM_REJECTED, at=T0 + 4, message="held"))
+    history = store.events("e")
+    assert [e.type for e in history] == [
+        EventType.CLAIMED,
+        EventType.EVIDENCE,
+        EventType.CLAIM_REJECTED,
+    ]
+    assert history[1].data == {"a": [1, 2]}
+    assert history[2].message == "held" and history[2].from_status is None
+
+
+def test_select_open_effects_counts_and_prefix(store: Any) -> None:
+    rows = [
+        record("aa01", Status.CLAIMED, updated_at=T0 + 5, lease_expires_at=T0 + 30),
+        record("aa02", Status.EXECUTING, updated_at=T0 + 1, lease_expires_at=T0 + 10),
+        record("ab03", Status.CONFIRMED, updated_at=T0 + 3, kind="like"),
+        record("b004", Status.UNKNOWN, updated_at=T0 + 2, lease_expires_at=T0 + 20),
+        record("b005", Status.NEEDS_REVIEW, updated_at=T0 + 4, kind="like"),
+    ]
+    for r in rows:
+        assert store.claim(r, None, event(r)).acquired
+    assert [r.key for r in store.select()] == ["aa02", "b004", "ab03", "b005", "aa01"]
+    assert [r.key for r in store.select(limit=2)] == ["aa02", "b004"]
+    assert [r.key for r in store.select([Status.CONFIRMED, Status.NEEDS_REVIEW])] == [
+        "ab03",
+        "b005",
+    ]
+    assert [r.key for r in store.select(None, 100, "like")] == ["ab03", "b005"]
+    assert [r.key for r in store.select([Status.CLAIMED], 100, "like")] == []
+    assert [r.key for r in store.open_effects()] == ["aa02", "b004", "aa01"]
+    assert store.counts() == {
+        Status.CLAIMED: 1,
+        Status.EXECUTING: 1,
+        Status.CONFIRMED: 1,
+        Status.UNKNOWN: 1,
+        Status.NEEDS_REVIEW: 1,
+    }
+    assert store.match_prefix("aa") == ["aa01", "aa02"]
+    assert store.match_prefix("a", 10) == ["aa01", "aa02", "ab03"]
+    assert store.match_prefix("b00", 1) == ["b004"]
+    assert store.match_prefix("c") == []
+    assert len(store.salt()) == 32
+
+
+def test_ledger_runs_one_effect_end_to_end(store: Any) -> None:
+    performed: list[int] = []
+    ledger = Ledger(store)
+    effect = Effect(
+        key="e2e",
+        kind="post",
+        payload={"text": "hello"},
+        perform=lambda: performed.append(1),
+        verify=lambda: Confirmed("post/1") if performed else __import__("actonce").Absent(),
+        policy=Policy(verify_after_claim=True),
+    )
+    first = ledger.run(effect)
+    second = ledger.run(effect)
+    assert first.performed and first.done
+    assert second.done and not second.performed
+    assert performed == [1]
+    assert [e.type for e in ledger.events("e2e")][:3] == [
+        EventType.CLAIMED,
+        EventType.EXECUTING,
+        EventType.CONFIRMED,
+    ]

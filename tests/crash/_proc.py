@@ -25,8 +25,7 @@ import signal
 import sys
 import time
 
-from actonce import Ledger, LedgerError, Policy, Registry, SystemClock
-from actonce import _crash
+from actonce import Ledger, LedgerError, Policy, Registry, SystemClock, _crash
 from actonce._sqlite import SQLiteStore
 from actonce.testing import FakeProvider
 
@@ -49,7 +48,11 @@ def say(obj: object) -> None:
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    clock = FileClock(cfg["offset_file"]) if "offset_file" in cfg else SystemClock(cfg.get("offset", 0.0))
+    clock = (
+        FileClock(cfg["offset_file"])
+        if "offset_file" in cfg
+        else SystemClock(cfg.get("offset", 0.0))
+    )
     policy = Policy(**cfg.get("policy", {}))
     provider = FakeProvider(cfg["provider"], clock=clock)
     registry = Registry()

@@ -54,7 +54,11 @@ class World:
             provider.close()
 
     def spawn(
-        self, refs: list[str], policy: dict[str, Any], *, env: dict[str, str] | None = None,
+        self,
+        refs: list[str],
+        policy: dict[str, Any],
+        *,
+        env: dict[str, str] | None = None,
         **cfg: Any,
     ) -> subprocess.Popen[str]:
         config = {

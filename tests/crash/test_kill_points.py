@@ -48,9 +48,7 @@ def _policy(authoritative: bool) -> dict[str, object]:
 @pytest.mark.parametrize("point", POINTS)
 def test_sigkill_at_point_then_recover(world: World, point: str, authoritative: bool) -> None:
     policy = _policy(authoritative)
-    proc = world.spawn(
-        ["r"], policy, env={"ACTONCE_CRASH_AT": point, "ACTONCE_CRASH_MODE": "kill"}
-    )
+    proc = world.spawn(["r"], policy, env={"ACTONCE_CRASH_AT": point, "ACTONCE_CRASH_MODE": "kill"})
     printed = finish(proc)
     assert proc.returncode == -signal.SIGKILL, f"not killed at {point}: {printed}"
     assert printed == []  # it never finished a run

@@ -40,4 +40,3 @@ def test_racing_processes_perform_once_per_key(world: World, verify_after_claim:
     assert {r["outcome"] for r in results} <= {"completed", "skipped", "deferred"}
     for ref in refs:
         assert world.status(ref) == "confirmed"
-

@@ -328,9 +328,16 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
     direct = not plan.policy.verify_after_claim
     status = Status.EXECUTING if direct else Status.CLAIMED
     fence = 1 if prev is None else prev.fence + 1
-    new = _fresh(plan, st.now, status, fence=fence, created_at=prev.created_at if prev else None)
     check_transition(None if prev is None else prev.status, status)
     expect = None if prev is None else (prev.status, prev.fence)
+    yield Point("before_claim")
+    # The claim (for a direct claim, the executing mark itself) carries the
+    # time of its write. A time read before a pause (a slow precondition, a
+    # stopped process) would give it a lease that has already expired and a
+    # settle window that has already passed: others would take the fresh mark
+    # for an orphan, and absence for proof that nothing happened.
+    st.now = yield NOW
+    new = _fresh(plan, st.now, status, fence=fence, created_at=prev.created_at if prev else None)
     event = _event(
         plan,
         new,
@@ -340,7 +347,6 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
         to_status=status,
         message=f"attempt {fence}",
     )
-    yield Point("before_claim")
     try:
         claim = yield Call("claim", (new, expect, event))
     except LedgerError:
@@ -373,6 +379,7 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
 def _execute(plan: Plan, st: _State) -> Generator[Op, Any, None]:
     assert st.record is not None
     yield Point("before_mark_executing")
+    st.now = yield NOW  # the mark carries the time of its write (see _claim)
     try:
         moved = yield from _move(
             plan,

@@ -1,0 +1,100 @@
+"""Typing probe: exercises the public API with types; checked by ``mypy --strict``.
+
+Never run: only type-checked (``tests/unit/test_public_api.py`` does it).
+"""
+
+from __future__ import annotations
+
+import actonce
+from actonce import (
+    Absent,
+    AsyncLedger,
+    Confirmed,
+    Effect,
+    EffectKey,
+    EffectRecord,
+    Event,
+    Ledger,
+    Outcome,
+    Policy,
+    ReconcileReport,
+    Resolution,
+    RunResult,
+    Status,
+    Unavailable,
+    Verdict,
+    canonical_json,
+    effect_key,
+    open_ledger,
+    registry,
+)
+from actonce.testing import FakeProvider, FrozenClock, MemoryStore
+
+
+def verify() -> Verdict:
+    return Absent()
+
+
+async def averify() -> Verdict:
+    return Confirmed("ref-1")
+
+
+def perform() -> None:
+    pass
+
+
+def record_verifier(record: EffectRecord) -> Verdict:
+    return Unavailable(f"cannot look up {record.key}")
+
+
+def sync_api() -> None:
+    key: EffectKey = effect_key(tenant="t", actor="a", kind="post", object="o", operation="create")
+    text: str = canonical_json({"b": 1})
+    effect = Effect(
+        key=key,
+        kind="post",
+        payload={"text": text},
+        perform=perform,
+        verify=verify,
+        precondition=lambda: True,
+        policy=Policy(settle_seconds=1.0, absence_authoritative=True),
+        secret_fields=("text",),
+    )
+    registry.register("post", record_verifier, policy=Policy())
+    with Ledger(MemoryStore(), clock=FrozenClock()) as ledger:
+        result: RunResult = ledger.run(effect, run_id="r1")
+        outcome: Outcome = result.outcome
+        done: bool = result.done
+        status: Status | None = result.status
+        report: ReconcileReport = ledger.reconcile(limit=10)
+        unresolved: list[RunResult] = report.unresolved
+        record: EffectRecord = ledger.resolve(
+            key.value, Resolution.HAPPENED, reviewer="ana", reason="seen"
+        )
+        found: EffectRecord = ledger.find(key.value[:8])
+        maybe: EffectRecord | None = ledger.get(key.value)
+        events: list[Event] = ledger.events(key.value)
+        listed: list[EffectRecord] = ledger.list(Status.CONFIRMED, kind="post", limit=5)
+        counts: dict[Status, int] = ledger.counts()
+        del outcome, done, status, unresolved, record, found, maybe, events, listed, counts
+    opened: Ledger = open_ledger("memory://")
+    opened.close()
+    provider = FakeProvider()
+    fake: Effect = provider.effect("ref")
+    del fake
+    version: str = actonce.__version__
+    del version
+
+
+async def async_api() -> None:
+    effect = Effect(key="k", kind="post", payload=[1, 2], perform=perform, verify=averify)
+    async with AsyncLedger(MemoryStore()) as ledger:
+        result: RunResult = await ledger.run(effect)
+        report: ReconcileReport = await ledger.reconcile()
+        record: EffectRecord = await ledger.resolve(
+            "k", "not_happened", reviewer="ana", reason="nothing there"
+        )
+        maybe: EffectRecord | None = await ledger.get("k")
+        events: list[Event] = await ledger.events("k")
+        counts: dict[Status, int] = await ledger.counts()
+        del result, report, record, maybe, events, counts

@@ -1,0 +1,103 @@
+"""The public surface: exported names are deliberate, and typed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import actonce
+import actonce.testing
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPORTED = [
+    "Absent",
+    "ActOnceError",
+    "AsyncLease",
+    "AsyncLedger",
+    "AsyncWorkQueue",
+    "BadLedgerURL",
+    "Clock",
+    "Confirmed",
+    "Effect",
+    "EffectKey",
+    "EffectRecord",
+    "Event",
+    "EventType",
+    "HardStop",
+    "InvalidKey",
+    "InvalidTransition",
+    "ItemStatus",
+    "Lease",
+    "LeaseError",
+    "LeaseHeld",
+    "LeaseLost",
+    "LeaseRecord",
+    "Ledger",
+    "LedgerError",
+    "LedgerOutcomeUnknown",
+    "LedgerUnavailable",
+    "NotPerformed",
+    "Outcome",
+    "PayloadMismatch",
+    "Policy",
+    "ProtocolError",
+    "QueueItem",
+    "ReconcileReport",
+    "Registry",
+    "Resolution",
+    "RunResult",
+    "SchemaTooNew",
+    "Status",
+    "SystemClock",
+    "Unavailable",
+    "UnknownEffect",
+    "UsageError",
+    "Verdict",
+    "WorkQueue",
+    "__version__",
+    "canonical_json",
+    "effect_key",
+    "open_ledger",
+    "registry",
+]
+
+
+def test_all_is_sorted_and_equals_the_committed_list() -> None:
+    assert actonce.__all__ == sorted(actonce.__all__)
+    assert actonce.__all__ == EXPORTED, (
+        "the public surface changed: update EXPORTED here on purpose "
+        f"(added {sorted(set(actonce.__all__) - set(EXPORTED))}, "
+        f"removed {sorted(set(EXPORTED) - set(actonce.__all__))})"
+    )
+
+
+@pytest.mark.parametrize("module", [actonce, actonce.testing])
+def test_every_exported_name_exists_and_public_ones_are_documented(module: object) -> None:
+    for name in module.__all__:  # type: ignore[attr-defined]
+        value = getattr(module, name)
+        if name.startswith("__") or not callable(value):
+            continue
+        assert value.__doc__, f"{module.__name__}.{name} has no docstring"  # type: ignore[attr-defined]
+
+
+def test_exported_objects_claim_the_public_module() -> None:
+    # Private modules are an implementation detail; errors say where they live.
+    for name in ("Ledger", "Effect", "ActOnceError", "Status"):
+        assert getattr(actonce, name).__module__.startswith("actonce.")
+
+
+@pytest.mark.skipif(shutil.which("mypy") is None, reason="mypy is not installed")
+def test_typing_probe_passes_mypy_strict() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "tests/typing/api.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -49,6 +49,7 @@ class Situation(enum.StrEnum):
     NEW = "new"  # no record, or a proven failure: may be claimed
     OWNED = "owned"  # my claim, boundary not crossed
     PERFORMED = "performed"  # my executing mark: the effect may have happened
+    DECLINED = "declined"  # my executing mark, but perform proved it stopped before the boundary
     BUSY = "busy"  # another worker's claim or executing mark, lease live
     STALE_CLAIM = "stale_claim"  # another's claim, lease expired, never executing
     ORPHANED = "orphaned"  # another's executing mark, lease expired
@@ -112,6 +113,8 @@ TABLE: dict[tuple[Situation, Observation], Action] = {
     (Sit.PERFORMED, Obs.ABSENT_UNSETTLED): Act.MARK_UNKNOWN,
     (Sit.PERFORMED, Obs.ABSENT_UNPROVEN): Act.NEEDS_REVIEW,
     (Sit.PERFORMED, Obs.UNAVAILABLE): Act.MARK_UNKNOWN,
+    # My perform raised NotPerformed: nothing crossed the boundary.
+    (Sit.DECLINED, Obs.NOT_CHECKED): Act.MARK_FAILED,
     # Someone else's live claim: never execute; record a confirmed result.
     (Sit.BUSY, Obs.NOT_CHECKED): Act.VERIFY,
     (Sit.BUSY, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
@@ -249,11 +252,14 @@ def decide(situation: Situation, observation: Observation) -> Action:
         raise ProtocolError(f"no decision for ({situation}, {observation})") from None
 
 
-def situation_of(record: EffectRecord | None, *, now: float, my_fence: int | None) -> Situation:
+def situation_of(
+    record: EffectRecord | None, *, now: float, my_fence: int | None, declined: bool = False
+) -> Situation:
     """Classify a record from the point of view of the worker holding ``my_fence``.
 
     ``my_fence`` is the fencing token of the caller's own claim, ``None`` when
-    the caller holds none (a fresh run, reconcile).
+    the caller holds none (a fresh run, reconcile). ``declined`` says that the
+    caller's perform raised ``NotPerformed`` (stopped before the boundary).
     """
     if record is None:
         return Sit.NEW
@@ -275,18 +281,30 @@ def situation_of(record: EffectRecord | None, *, now: float, my_fence: int | Non
         return Sit.BUSY if record.lease_live(now) else Sit.STALE_CLAIM
     # EXECUTING
     if mine:
-        return Sit.PERFORMED
+        return Sit.DECLINED if declined else Sit.PERFORMED
     return Sit.BUSY if record.lease_live(now) else Sit.ORPHANED
 
 
 def observe(
-    verdict: Verdict | None, record: EffectRecord | None, *, policy: Policy, now: float
+    verdict: Verdict | None,
+    record: EffectRecord | None,
+    *,
+    policy: Policy,
+    now: float,
+    my_fence: int | None = None,
 ) -> Observation:
     """Classify a verdict; this is where the settle-window rule lives.
 
     Absence before the ``executing`` mark is plain absence. Absence after it
-    proves non-occurrence only when the settle window since the mark has
-    passed *and* the verifier is authoritative for this kind.
+    proves non-occurrence only when the settle window has passed *and* the
+    verifier is authoritative for this kind.
+
+    The window runs from the latest moment the perform may have started. The
+    owner (``my_fence`` matches) knows it: its ``executing`` mark. Anyone else
+    must also allow for an owner that paused after its mark: an owner never
+    starts a perform once its lease has expired, so for them the window runs
+    from ``max(executing_at, lease_expires_at)``. Owners shorten their lease
+    to "now" once their perform has returned, so reconcile need not wait.
     """
     if verdict is None:
         return Obs.NOT_CHECKED
@@ -300,7 +318,10 @@ def observe(
         return Obs.ABSENT
     if record.status in (Status.CLAIMED, Status.FAILED):
         return Obs.ABSENT
-    if now - record.executing_at < policy.settle_seconds:
+    started_by = record.executing_at
+    if my_fence is None or record.fence != my_fence:
+        started_by = max(started_by, record.lease_expires_at)
+    if now - started_by < policy.settle_seconds:
         return Obs.ABSENT_UNSETTLED
     return Obs.ABSENT if policy.absence_authoritative else Obs.ABSENT_UNPROVEN
 

@@ -17,9 +17,11 @@ One root, two branches: what the caller did wrong, and what the world did.
     ├── LeaseError                 an operator lease or a queue item is not ours
     │   ├── LeaseHeld              another owner holds a live lease
     │   └── LeaseLost              our lease expired and was taken over (fenced out)
-    └── HardStop                   continuing this run is unsafe (login wall, CAPTCHA,
-                                   wrong identity, target doubt); raised by adapters
-                                   and user code, turned into a ``hard_stop`` outcome
+    ├── HardStop                   continuing this run is unsafe (login wall, CAPTCHA,
+    │                              wrong identity, target doubt); raised by adapters
+    │                              and user code, turned into a ``hard_stop`` outcome
+    └── NotPerformed               raised by ``perform`` when it stopped before the
+                                   side-effect boundary: nothing reached the world
 
 Driver errors (``sqlite3``, ``psycopg``, Playwright) are translated at the
 boundary with ``raise ... from exc``; they never escape as themselves.
@@ -39,6 +41,7 @@ __all__ = [
     "LedgerError",
     "LedgerOutcomeUnknown",
     "LedgerUnavailable",
+    "NotPerformed",
     "PayloadMismatch",
     "ProtocolError",
     "SchemaTooNew",
@@ -139,3 +142,14 @@ class HardStop(ActOnceError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NotPerformed(ActOnceError):
+    """Raised by ``perform`` when it stopped *before* the side-effect boundary.
+
+    Raise it only when nothing can have reached the outside world (the form
+    read back wrong, the page showed a login wall before the click). The
+    effect is then recorded as ``failed`` at once instead of ``unknown``.
+    Combine it with :class:`HardStop` (``class X(HardStop, NotPerformed)``)
+    when the run must also stop.
+    """

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import _decision as d
-from ._errors import HardStop, LedgerError, PayloadMismatch
+from ._errors import HardStop, LedgerError, NotPerformed, PayloadMismatch
 from ._lifecycle import check_transition
 from ._model import (
     Confirmed,
@@ -177,14 +177,15 @@ class _State:
     performed: bool = False
     perform_error: str | None = None
     hard_stop: str | None = None
+    declined: bool = False
     precondition_checked: bool = False
 
 
 def _loop(plan: Plan, record: EffectRecord | None, now: float, mode: Mode) -> Steps:
     st = _State(record, now)
     for _ in range(_MAX_STEPS):
-        sit = d.situation_of(st.record, now=st.now, my_fence=st.my_fence)
-        obs = d.observe(st.verdict, st.record, policy=plan.policy, now=st.now)
+        sit = d.situation_of(st.record, now=st.now, my_fence=st.my_fence, declined=st.declined)
+        obs = d.observe(st.verdict, st.record, policy=plan.policy, now=st.now, my_fence=st.my_fence)
         act = d.decide(sit, obs)
 
         if act is d.Action.VERIFY:
@@ -240,7 +241,7 @@ def _verify(plan: Plan, st: _State, sit: d.Situation) -> Generator[Op, Any, None
     while True:
         st.verdict = yield VERIFY
         st.now = yield NOW
-        obs = d.observe(st.verdict, st.record, policy=plan.policy, now=st.now)
+        obs = d.observe(st.verdict, st.record, policy=plan.policy, now=st.now, my_fence=st.my_fence)
         if (sit, obs) not in d.RETRYABLE or attempt >= plan.policy.verify_attempts:
             return
         yield Sleep(plan.policy.backoff(attempt))
@@ -400,6 +401,16 @@ def _execute(plan: Plan, st: _State) -> Generator[Op, Any, None]:
 
 
 def _perform(plan: Plan, st: _State) -> Generator[Op, Any, None]:
+    # An owner never starts a perform once its lease has expired: past it,
+    # reconcile may already have proven absence and re-opened the key (the
+    # settle window of non-owners runs from the lease's end, see observe()).
+    assert st.record is not None
+    st.now = yield NOW
+    if st.now >= st.record.lease_expires_at:
+        st.declined = True
+        st.perform_error = "the lease expired before perform started"
+        st.verdict = None
+        return
     error = yield PERFORM
     st.performed = True
     yield Point("after_perform")
@@ -407,6 +418,7 @@ def _perform(plan: Plan, st: _State) -> Generator[Op, Any, None]:
         st.perform_error = f"{type(error).__name__}: {error}"
         if isinstance(error, HardStop):
             st.hard_stop = error.reason
+        st.declined = isinstance(error, NotPerformed)
     st.verdict = None
     st.now = yield NOW
 
@@ -417,12 +429,15 @@ def _apply_move(
     to = _MOVES[act]
     reason = _reason(act, st)
     data: dict[str, Any] = {}
-    if st.performed and plan.has_evidence and to is not Status.FAILED:
+    if st.performed and plan.has_evidence and (to is not Status.FAILED or st.declined):
         ref = yield Evidence(f"{to.value}")
         if ref:
             data["evidence"] = ref
     yield Point("before_record")
-    moved = yield from _move(plan, st, to, reason, data=data)
+    lease: dict[str, float] = {}
+    if st.record is not None and _mine(st) and st.performed:
+        lease["lease_expires_at"] = min(st.now, st.record.lease_expires_at)
+    moved = yield from _move(plan, st, to, reason, data=data, **lease)
     if not moved:
         return None
     yield Point("after_record")
@@ -432,14 +447,20 @@ def _apply_move(
         if mode is Mode.RECONCILE:
             return _result(Outcome.FAILED, st.record, reason, st)
         return _result(Outcome.DEFERRED, st.record, reason, st)
-    if act is d.Action.MARK_FAILED:
+    if act is d.Action.MARK_FAILED and not st.hard_stop:
         return _result(Outcome.FAILED, st.record, reason, st)
     outcome = Outcome.HARD_STOP if st.hard_stop else Outcome.NEEDS_REVIEW
     return _result(outcome, st.record, reason, st)
 
 
+def _mine(st: _State) -> bool:
+    return st.record is not None and st.my_fence is not None and st.record.fence == st.my_fence
+
+
 def _reason(act: d.Action, st: _State) -> str:
     verdict = st.verdict
+    if act is d.Action.MARK_FAILED and st.declined:
+        return f"perform stopped before the boundary, nothing was performed: {st.perform_error}"
     why = {
         d.Action.RELEASE: "released before perform: nothing was performed",
         d.Action.MARK_FAILED: "verified absent after the settle window",

@@ -69,6 +69,8 @@ def test_the_undefined_pairs_are_exactly_the_ones_that_cannot_arise() -> None:
     expected |= {
         (Sit.LEDGER_FAILED, o) for o in Observation if o not in (Obs.NOT_CHECKED, Obs.ABSENT)
     }
+    # A perform that proved it stopped before the boundary is failed at once, unverified.
+    expected |= {(Sit.DECLINED, o) for o in Observation if o is not Obs.NOT_CHECKED}
     assert missing == expected
 
 
@@ -166,7 +168,7 @@ def test_absence_inside_the_window_never_proves_anything(
 
 @pytest.mark.parametrize("status", [Status.EXECUTING, Status.UNKNOWN])
 def test_absence_after_the_window_proves_only_when_authoritative(status: Status) -> None:
-    rec = record(status, executing_at=NOW)
+    rec = record(status, executing_at=NOW, lease=NOW)
     for elapsed in (5.0, 500.0):
         conservative = observe(Absent(), rec, policy=Policy(settle_seconds=5.0), now=NOW + elapsed)
         assert conservative is Obs.ABSENT_UNPROVEN
@@ -177,6 +179,20 @@ def test_absence_after_the_window_proves_only_when_authoritative(status: Status)
             now=NOW + elapsed,
         )
         assert proven is Obs.ABSENT
+
+
+@pytest.mark.parametrize("status", [Status.EXECUTING, Status.UNKNOWN])
+def test_for_others_the_window_runs_from_the_end_of_the_owners_lease(status: Status) -> None:
+    # An owner may pause after its mark and perform any time before its lease ends.
+    policy = Policy(settle_seconds=5.0, absence_authoritative=True)
+    rec = record(status, fence=3, executing_at=NOW, lease=NOW + 60)
+    assert observe(Absent(), rec, policy=policy, now=NOW + 30) is Obs.ABSENT_UNSETTLED
+    assert observe(Absent(), rec, policy=policy, now=NOW + 64.9) is Obs.ABSENT_UNSETTLED
+    assert observe(Absent(), rec, policy=policy, now=NOW + 65) is Obs.ABSENT
+    # The owner itself knows when it performed: its window runs from its mark.
+    mine = observe(Absent(), rec, policy=policy, now=NOW + 5, my_fence=3)
+    assert mine is Obs.ABSENT
+    assert observe(Absent(), rec, policy=policy, now=NOW + 5, my_fence=2) is Obs.ABSENT_UNSETTLED
 
 
 def test_default_policy_is_conservative() -> None:

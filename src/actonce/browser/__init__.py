@@ -29,6 +29,7 @@ from ._errors import (
     OutcomeUnknown,
     PageUnavailable,
     ReadBackMismatch,
+    StoppedBeforeClick,
 )
 from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
 from ._site import SiteEffect, normalize, normalize_text
@@ -54,6 +55,7 @@ __all__ = [
     "ReadBackMismatch",
     "Screens",
     "SiteEffect",
+    "StoppedBeforeClick",
     "ThreadPart",
     "ToggleEffect",
     "find_chromium",

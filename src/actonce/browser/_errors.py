@@ -2,12 +2,17 @@
 
     ActOnceError
     ├── HardStop
+    │   ├── StoppedBeforeClick a preflight doubt inside perform; nothing clicked
     │   └── ReadBackMismatch   the prepared form does not hold the payload; nothing clicked
     └── BrowserError           the browser or the page failed
         ├── BrowserNotFound    no Chromium to launch (install one)
         ├── PageUnavailable    a page could not be loaded or read (network, timeout, 5xx)
         ├── NotPerformed       ``perform`` failed before the click: provably nothing happened
         └── OutcomeUnknown     the click was sent; whether it took effect is not known
+
+``StoppedBeforeClick``, ``ReadBackMismatch`` and ``NotPerformed`` are also
+``actonce.NotPerformed``: the runner records them as ``failed`` at once,
+since nothing crossed the side-effect boundary.
 
 Playwright's own errors are translated here with ``raise ... from exc``.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import ActOnceError, HardStop
+from .._errors import NotPerformed as _CoreNotPerformed
 
 __all__ = [
     "BrowserError",
@@ -25,10 +31,15 @@ __all__ = [
     "OutcomeUnknown",
     "PageUnavailable",
     "ReadBackMismatch",
+    "StoppedBeforeClick",
 ]
 
 
-class ReadBackMismatch(HardStop):
+class StoppedBeforeClick(HardStop, _CoreNotPerformed):
+    """A hard stop raised inside ``perform`` before the click: nothing was submitted."""
+
+
+class ReadBackMismatch(HardStop, _CoreNotPerformed):
     """The prepared state read back from the page is not the intended payload.
 
     Raised before the click, so nothing was submitted. ``field`` names the
@@ -57,7 +68,7 @@ class PageUnavailable(BrowserError):
     """A page could not be loaded or read reliably."""
 
 
-class NotPerformed(BrowserError):
+class NotPerformed(BrowserError, _CoreNotPerformed):
     """``perform`` stopped before the side-effecting click: nothing happened."""
 
 

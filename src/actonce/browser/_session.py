@@ -35,7 +35,14 @@ from playwright.async_api import async_playwright
 from .._errors import HardStop, UsageError
 from .._model import Unavailable, Verdict
 from ._discovery import DEFAULT_ARGS, find_chromium
-from ._errors import BrowserError, NotPerformed, OutcomeUnknown, PageUnavailable, ReadBackMismatch
+from ._errors import (
+    BrowserError,
+    NotPerformed,
+    OutcomeUnknown,
+    PageUnavailable,
+    ReadBackMismatch,
+    StoppedBeforeClick,
+)
 from ._site import SiteEffect, normalize
 from ._threads import next_thread_part
 
@@ -364,13 +371,19 @@ class AsyncEffect:
             raise NotPerformed(f"preparation failed: {_first_line(exc)}") from exc
         except PageUnavailable as exc:
             raise NotPerformed(f"preparation failed: {exc}") from exc
+        except ReadBackMismatch:
+            raise
+        except HardStop as exc:
+            raise StoppedBeforeClick(exc.reason) from exc
         for name, want in expected.items():
             if actual.get(name) != want:
                 raise ReadBackMismatch(name, want, actual.get(name))
         if count != 1:
-            raise HardStop(f"{count} controls match the {self.kind} control; need exactly one")
+            raise StoppedBeforeClick(
+                f"{count} controls match the {self.kind} control; need exactly one"
+            )
         if s.lease_ok is not None and not s.lease_ok():
-            raise HardStop("the worker no longer holds its lease")
+            raise StoppedBeforeClick("the worker no longer holds its lease")
         # The boundary: from the click on, the effect may have happened.
         try:
             await control.click()

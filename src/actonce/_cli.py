@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Commands with their own option parsers: ``actonce NAME ...`` runs ``module.main(argv)``.
 _DELEGATED = {
-    "demo": ("actonce._demo", "the browser demo: agents, faults, kills, report"),
+    "demo": ("actonce.demo", "the browser demo: agents, faults, kills, report"),
     "chaos": ("actonce._chaos", "randomized kill campaigns against a fake provider"),
     "sandbox": ("actonce.sandbox", "run the sandbox target app"),
 }

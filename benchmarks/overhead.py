@@ -1,0 +1,336 @@
+"""How much does actonce cost per effect, next to the durable writes it needs?
+
+Measured side by side in one run, interleaved effect by effect (A B C D,
+then B C D A ...) so that machine noise hits every variant alike; the
+ratios are taken round by round and the median is reported:
+
+- ``actonce``: ``Ledger.run`` on the happy path, no-op perform, a verify that
+  answers ``Absent`` before the perform and ``Confirmed`` after it (default
+  policy: re-verify after the claim, 3 commits);
+- ``actonce_no_reverify``: the same with ``Policy(verify_after_claim=False)``
+  (2 commits);
+- ``raw``: hand-written SQL writing the same rows with the same settings:
+  effect row + event, CAS to executing + event, CAS to confirmed + event,
+  three ``BEGIN IMMEDIATE`` ... ``COMMIT`` transactions;
+- ``dbos``: a DBOS workflow with one step on a SQLite file in WAL mode, when
+  ``dbos`` is importable.
+
+Every variant uses its own fresh SQLite file in one temporary folder, WAL
+journal, ``synchronous=FULL``. Commits are counted with SQLite's trace
+callback, not assumed. The last line of ``--json`` output is one JSON object.
+
+    python benchmarks/overhead.py [--json] [--rounds 12] [--per-round 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from actonce import Absent, Confirmed, Effect, Ledger, Policy, Verdict
+from actonce._sqlite import SQLiteStore
+
+Runner = Callable[[int, int], None]
+
+
+# --- actonce --------------------------------------------------------------------------
+
+
+class ActOnceBench:
+    def __init__(self, path: str, policy: Policy) -> None:
+        self.store = SQLiteStore(path)
+        self.ledger = Ledger(self.store)
+        self.policy = policy
+        self.commits = 0
+        self.effects = 0
+        self.store._conn.set_trace_callback(self._trace)  # counting only; same connection
+
+    def _trace(self, statement: str) -> None:
+        if statement.strip().upper() == "COMMIT":
+            self.commits += 1
+
+    def run(self, round_: int, n: int) -> None:
+        for i in range(n):
+            self.one(round_, i)
+
+    def one(self, round_: int, i: int) -> None:
+        done = [False]
+
+        def verify(done: list[bool] = done) -> Verdict:
+            return Confirmed("ref") if done[0] else Absent()
+
+        def perform(done: list[bool] = done) -> None:
+            done[0] = True
+
+        effect = Effect(
+            key=f"bench-{round_}-{i}",
+            kind="bench",
+            payload={"round": round_, "i": i},
+            perform=perform,
+            verify=verify,
+            policy=self.policy,
+        )
+        result = self.ledger.run(effect)
+        assert result.performed and result.done, result
+        self.effects += 1
+
+    def close(self) -> None:
+        self.ledger.close()
+
+
+# --- raw SQL --------------------------------------------------------------------------
+
+
+RAW_INSERT = (
+    "INSERT INTO effects (key, kind, status, fence, owner, lease_expires_at, payload, "
+    "payload_hash, scope, result_ref, reason, created_at, updated_at, executing_at) "
+    "VALUES (?, ?, 'claimed', 1, ?, ?, ?, ?, '{}', NULL, NULL, ?, ?, NULL) "
+    "ON CONFLICT (key) DO NOTHING"
+)
+RAW_EXECUTING = (
+    "UPDATE effects SET status = 'executing', updated_at = ?, executing_at = ?, "
+    "lease_expires_at = ? WHERE key = ? AND status = 'claimed' AND fence = 1"
+)
+RAW_CONFIRMED = (
+    "UPDATE effects SET status = 'confirmed', updated_at = ?, result_ref = ? "
+    "WHERE key = ? AND status = 'executing' AND fence = 1"
+)
+RAW_EVENT = (
+    "INSERT INTO events (key, type, at, fence, run_id, from_status, to_status, message, data) "
+    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)"
+)
+
+
+class RawBench:
+    def __init__(self, path: str) -> None:
+        SQLiteStore(path).close()  # the same schema, migrated once
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self.conn.execute("PRAGMA busy_timeout = 30000")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = FULL")
+        self.commits = 0
+        self.effects = 0
+        self.run_id = os.urandom(8).hex()
+        self.conn.set_trace_callback(self._trace)
+
+    def _trace(self, statement: str) -> None:
+        if statement.strip().upper() == "COMMIT":
+            self.commits += 1
+
+    def _tx(self, *steps: tuple[str, tuple[Any, ...]]) -> None:
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        for sql, params in steps:
+            if c.execute(sql, params).rowcount != 1:
+                c.execute("ROLLBACK")
+                raise AssertionError(sql)
+        c.execute("COMMIT")
+
+    def run(self, round_: int, n: int) -> None:
+        for i in range(n):
+            self.one(round_, i)
+
+    def one(self, round_: int, i: int) -> None:
+        run_id = self.run_id
+        key = f"raw-{round_}-{i}"
+        payload = json.dumps({"i": i, "round": round_}, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(payload.encode()).hexdigest()
+        now = time.time()
+        self._tx(
+            (RAW_INSERT, (key, "bench", run_id, now + 60, payload, digest, now, now)),
+            (RAW_EVENT, (key, "claimed", now, run_id, None, "claimed", "attempt 1", None)),
+        )
+        now = time.time()
+        self._tx(
+            (RAW_EXECUTING, (now, now, now + 60, key)),
+            (RAW_EVENT, (key, "executing", now, run_id, "claimed", "executing", None, None)),
+        )
+        now = time.time()
+        self._tx(
+            (RAW_CONFIRMED, (now, "ref", key)),
+            (
+                RAW_EVENT,
+                (key, "confirmed", now, run_id, "executing", "confirmed", None, '{"r":"ref"}'),
+            ),
+        )
+        self.effects += 1
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# --- DBOS -------------------------------------------------------------------------------
+
+
+class DBOSBench:
+    """One workflow with one step per effect, DBOS's system database on SQLite (WAL)."""
+
+    def __init__(self, path: str) -> None:
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file
+        conn.close()
+        logging.getLogger("dbos").setLevel(logging.ERROR)
+        from dbos import DBOS
+
+        self.DBOS = DBOS
+        DBOS(
+            config={
+                "name": "actonce-bench",
+                "system_database_url": f"sqlite:///{path}",
+                "run_admin_server": False,
+                "log_level": "ERROR",
+            }
+        )
+
+        @DBOS.step()
+        def noop_step() -> str:
+            return "ref"
+
+        @DBOS.workflow()
+        def one_effect(i: int) -> str:
+            return noop_step()
+
+        self.workflow = one_effect
+        DBOS.launch()
+        self.effects = 0
+
+    def run(self, round_: int, n: int) -> None:
+        for i in range(n):
+            self.one(round_, i)
+
+    def one(self, round_: int, i: int) -> None:
+        assert self.workflow(round_ * 1_000_000 + i) == "ref"
+        self.effects += 1
+
+    def close(self) -> None:
+        self.DBOS.destroy()
+
+
+def dbos_available() -> bool:
+    try:
+        import dbos  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+# --- the measurement --------------------------------------------------------------------
+
+
+def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
+    benches: dict[str, Any] = {
+        "actonce": ActOnceBench(os.path.join(folder, "actonce.db"), Policy()),
+        "actonce_no_reverify": ActOnceBench(
+            os.path.join(folder, "actonce_nr.db"), Policy(verify_after_claim=False)
+        ),
+        "raw": RawBench(os.path.join(folder, "raw.db")),
+    }
+    dbos_error = None
+    if dbos_available():
+        try:
+            benches["dbos"] = DBOSBench(os.path.join(folder, "dbos.sqlite"))
+        except Exception as exc:  # report, do not hide
+            dbos_error = f"{type(exc).__name__}: {exc}"
+    else:
+        dbos_error = "dbos is not importable"
+    names = list(benches)
+    for name in names:  # warm up: caches, first pages, imports
+        benches[name].run(-1, 5)
+    for bench in benches.values():
+        if hasattr(bench, "commits"):
+            bench.commits, bench.effects = 0, 0
+        else:
+            bench.effects = 0
+    per_round_ms: dict[str, list[float]] = {n: [] for n in names}
+    clock = time.perf_counter
+    for r in range(rounds):
+        spent = dict.fromkeys(names, 0.0)
+        for i in range(per_round):
+            # One effect of each variant in turn, the order rotating: A B C D, B C D A ...
+            k = (r * per_round + i) % len(names)
+            for name in names[k:] + names[:k]:
+                t0 = clock()
+                benches[name].one(r, i)
+                spent[name] += clock() - t0
+        for name in names:
+            per_round_ms[name].append(spent[name] * 1000 / per_round)
+    out: dict[str, Any] = {
+        name: {
+            "ms_median": statistics.median(v),
+            "ms_min": min(v),
+            "ms_max": max(v),
+        }
+        for name, v in per_round_ms.items()
+    }
+    # Paired ratios, round by round: the noise of one round hits both variants.
+    ratios = [a / b for a, b in zip(per_round_ms["actonce"], per_round_ms["raw"], strict=True)]
+    commits = benches["actonce"].commits / benches["actonce"].effects
+    commits_nr = benches["actonce_no_reverify"].commits / benches["actonce_no_reverify"].effects
+    raw_commits = benches["raw"].commits / benches["raw"].effects
+    summary: dict[str, Any] = {
+        "rounds": rounds,
+        "per_round": per_round,
+        "ms_per_effect": round(out["actonce"]["ms_median"], 4),
+        "ms_per_effect_no_reverify": round(out["actonce_no_reverify"]["ms_median"], 4),
+        "raw_ms_per_effect": round(out["raw"]["ms_median"], 4),
+        "ratio_vs_raw": round(statistics.median(ratios), 4),
+        "ratio_vs_raw_min": round(min(ratios), 4),
+        "ratio_vs_raw_max": round(max(ratios), 4),
+        "commits_per_effect": commits,
+        "commits_per_effect_no_reverify": commits_nr,
+        "raw_commits_per_effect": raw_commits,
+        "dbos_ms_per_effect": None,
+        "ratio_vs_dbos": None,
+        "dbos_note": dbos_error,
+        "sqlite": {"journal_mode": "wal", "synchronous": "FULL", "version": sqlite3.sqlite_version},
+    }
+    if "dbos" in benches:
+        d_ratios = [
+            a / b for a, b in zip(per_round_ms["actonce"], per_round_ms["dbos"], strict=True)
+        ]
+        summary["dbos_ms_per_effect"] = round(out["dbos"]["ms_median"], 4)
+        summary["ratio_vs_dbos"] = round(statistics.median(d_ratios), 4)
+        summary["dbos_note"] = "DBOS system database on SQLite, WAL set on the file beforehand"
+    for bench in benches.values():
+        with contextlib.suppress(Exception):
+            bench.close()
+    summary["detail"] = out
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--per-round", type=int, default=40)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="actonce-bench-") as folder:
+        summary = measure(args.rounds, args.per_round, folder)
+    for name, d in summary["detail"].items():
+        print(
+            f"{name:>20}: {d['ms_median']:.3f} ms/effect "
+            f"(min {d['ms_min']:.3f}, max {d['ms_max']:.3f})",
+            file=sys.stderr if args.json else sys.stdout,
+        )
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        for k, v in summary.items():
+            if k != "detail":
+                print(f"{k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

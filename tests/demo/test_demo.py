@@ -1,0 +1,53 @@
+"""The main job end to end: ``actonce demo`` as a user runs it, in real Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from actonce.browser import BrowserNotFound, find_chromium
+
+
+def _chromium_or_skip() -> None:
+    try:
+        find_chromium()
+    except BrowserNotFound as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Chromium: {exc}")
+
+
+def test_demo_under_faults_and_kills_has_no_duplicate(tmp_path: Path) -> None:
+    _chromium_or_skip()
+    proc = subprocess.run(
+        [sys.executable, "-m", "actonce", "demo", "--intents", "10", "--workers", "2",
+         "--seed", "5", "--workdir", str(tmp_path / "demo"), "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["duplicates"] == 0, report["duplicate_details"]
+    assert report["unresolved"] == 0
+    assert report["intents_done"] == report["intents"] >= 10
+    assert report["kills"] >= 1
+    assert sum(report["faults_fired"].values()) >= 5
+    # Every effect the ledger calls confirmed exists in the sandbox exactly once:
+    # the report's ground truth never shows fewer objects than confirmed effects.
+    assert sum(report["observed"].values()) >= report["confirmed"]
+    # The human report is printed too, and the ledger is left for inspection.
+    assert "actonce demo report" in proc.stdout
+    status = subprocess.run([sys.executable, "-m", "actonce", "status", "--ledger",
+                             report["ledger"], "--json"], capture_output=True, text=True)
+    assert json.loads(status.stdout)["open"] == 0
+
+
+def test_demo_rejects_bad_options() -> None:
+    proc = subprocess.run([sys.executable, "-m", "actonce", "demo", "--workers", "0"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "--workers" in proc.stderr

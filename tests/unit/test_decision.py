@@ -292,7 +292,7 @@ def test_all_other_pairs_are_non_edges() -> None:
 
 def test_table_moves_follow_the_lifecycle() -> None:
     # The record-changing actions of the table only take lifecycle edges.
-    from_status = {
+    from_status: dict[Situation, list[Status | None]] = {
         Sit.OWNED: [Status.CLAIMED],
         Sit.PERFORMED: [Status.EXECUTING],
         Sit.STALE_CLAIM: [Status.CLAIMED],

@@ -275,7 +275,12 @@ def test_precondition_false_fails_without_claim(
 
 def test_precondition_true_proceeds(ledger: Facade, provider: FakeProvider) -> None:
     asked: list[int] = []
-    effect = replace(provider.effect(REF), precondition=lambda: asked.append(1) or True)
+
+    def holds() -> bool:
+        asked.append(1)
+        return True
+
+    effect = replace(provider.effect(REF), precondition=holds)
     assert ledger.run(effect).outcome is Outcome.COMPLETED
     assert asked == [1]
 
@@ -343,7 +348,7 @@ def test_ledger_write_failure_before_the_mark_never_performs(
 
     faulty = FaultyStore(store)
     faulty.fail("transition", match=lambda r: r.status is Status.EXECUTING)
-    ledger = Ledger(faulty, clock=clock)  # type: ignore[arg-type]
+    ledger = Ledger(faulty, clock=clock)
     effect = provider.effect(REF)
     with pytest.raises(LedgerUnavailable):
         ledger.run(effect)

@@ -244,8 +244,10 @@ class TwoWorkers(RuleBasedStateMachine):
             # one frozen *between* that check and the perform itself could still act
             # late (the residual, see test_an_owner_frozen_after_its_lease_check...):
             # such a worker counts as dead.
-            if worker.marked_lease is not None and now >= worker.marked_lease and (
-                worker.op is PERFORM
+            if (
+                worker.marked_lease is not None
+                and now >= worker.marked_lease
+                and (worker.op is PERFORM)
             ):
                 worker.drop()
 
@@ -303,7 +305,7 @@ class TwoWorkers(RuleBasedStateMachine):
             events = self.store.events(key)
             before = self.snapshot.events.get(key, [])
             assert events[: len(before)] == before, "events were changed or deleted"
-            seqs = [e.seq for e in events]
+            seqs = [e.seq or 0 for e in events]
             assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
             record = self.store.get(key)
             now = None if record is None else (record.status, record.fence)
@@ -338,13 +340,15 @@ SETTINGS = settings(
 
 
 def test_two_workers_memory() -> None:
-    machine = type("TwoWorkersMemory", (TwoWorkers,), {"store_kind": "memory"})
+    machine: Any = type("TwoWorkersMemory", (TwoWorkers,), {"store_kind": "memory"})
     machine.TestCase.settings = SETTINGS
     machine.TestCase().runTest()
 
 
 def test_two_workers_sqlite(tmp_path: Path) -> None:
-    machine = type("TwoWorkersSQLite", (TwoWorkers,), {"store_kind": "sqlite", "tmp": tmp_path})
+    machine: Any = type(
+        "TwoWorkersSQLite", (TwoWorkers,), {"store_kind": "sqlite", "tmp": tmp_path}
+    )
     machine.TestCase.settings = settings(SETTINGS, max_examples=40)
     machine.TestCase().runTest()
 

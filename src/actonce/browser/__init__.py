@@ -31,6 +31,7 @@ from ._errors import (
     ReadBackMismatch,
     StoppedBeforeClick,
 )
+from ._guard import as_effect
 from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
 from ._site import SiteEffect, normalize, normalize_text
 from ._sync import Browser, BrowserSession, Effect
@@ -58,6 +59,7 @@ __all__ = [
     "StoppedBeforeClick",
     "ThreadPart",
     "ToggleEffect",
+    "as_effect",
     "find_chromium",
     "follow",
     "like",

@@ -17,7 +17,7 @@ from .._keys import EffectKey
 from .._ledger import Effect, Ledger
 from .._model import EffectRecord, Outcome, Policy, RunResult, Status, Verdict
 from .._registry import Registry
-from ..browser import Browser, BrowserSession
+from ..browser import Browser, BrowserSession, as_effect
 from ..browser import Effect as SiteBound
 from ..sandbox import SEED_USERS
 from ._intents import Intent
@@ -41,12 +41,8 @@ POLICIES: dict[str, Policy] = {
 
 def to_effect(site: SiteBound, key: EffectKey | str, policy: Policy,
               extra: dict[str, Any] | None = None) -> Effect:
-    """An :class:`actonce.Effect` that runs a bound site effect."""
-    return Effect(
-        key=key, kind=site.kind, payload={**(extra or {}), **site.payload},
-        perform=site.perform, verify=site.verify, precondition=site.precondition,
-        evidence=site.evidence, policy=policy,
-    )
+    """An :class:`actonce.Effect` that runs a bound site effect (see ``as_effect``)."""
+    return as_effect(site, key, policy=policy, extra=extra)
 
 
 class Agent:

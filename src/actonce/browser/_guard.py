@@ -1,0 +1,46 @@
+"""Hand a bound browser effect to the ledger.
+
+The adapter knows nothing about the ledger; this is the one line of glue
+between them: an :class:`actonce.Effect` (a plain spec) whose callables are
+the bound site effect's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._keys import EffectKey
+from .._ledger import Effect
+from .._model import Policy
+from ._session import AsyncEffect
+from ._sync import Effect as BoundEffect
+
+__all__ = ["as_effect"]
+
+
+def as_effect(
+    bound: BoundEffect | AsyncEffect,
+    key: EffectKey | str,
+    *,
+    policy: Policy | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Effect:
+    """An :class:`actonce.Effect` that runs ``bound`` under the protocol.
+
+    Args:
+        bound: a site effect bound to a session (``session.post_effect(...)``,
+            ``session.effect(MyEffect(...))``); async ones go to ``AsyncLedger``.
+        key: the stable effect key (``actonce.effect_key(...)``).
+        policy: settle window, authoritative absence, backoff, lease.
+        extra: more payload fields to record (an intent id, a thread part).
+    """
+    return Effect(
+        key=key,
+        kind=bound.kind,
+        payload={**(extra or {}), **bound.payload},
+        perform=bound.perform,
+        verify=bound.verify,
+        precondition=bound.precondition,
+        evidence=bound.evidence,
+        policy=policy or Policy(),
+    )

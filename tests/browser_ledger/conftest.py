@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from actonce import Effect, EventType, Ledger, Policy, Status, effect_key
-from actonce.browser import Browser, BrowserSession
+from actonce.browser import Browser, BrowserSession, as_effect
 from actonce.browser import Effect as SiteBound
-from actonce.demo._agent import to_effect
 from actonce.sandbox import SEED_USERS, FaultRule, SandboxServer
 
 # Short settle windows keep the package fast; the rules are the same.
@@ -149,8 +148,8 @@ class Counted:
         return self.site.precondition()
 
     def effect(self, key: Any, policy: Policy, extra: dict[str, Any] | None = None) -> Effect:
-        """The ledger effect (built by the demo's glue), with counting callables."""
-        eff = to_effect(self.site, key, policy, extra)
+        """The ledger effect (built by ``as_effect``), with counting callables."""
+        eff = as_effect(self.site, key, policy=policy, extra=extra)
         return Effect(key=eff.key, kind=eff.kind, payload=eff.payload, perform=self.perform,
                       verify=self.verify, precondition=self.precondition,
                       evidence=eff.evidence, policy=eff.policy)

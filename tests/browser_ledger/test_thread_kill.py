@@ -1,0 +1,121 @@
+"""A thread survives a SIGKILL: a real worker process dies after part 1, a fresh run resumes.
+
+The worker is the demo's (``python -m actonce.demo._worker CONFIG.json``):
+its own Python, its own Chromium, the same SQLite ledger file. Part 2's
+first verification (a search) is held by the sandbox, so the kill lands at a
+known step: after part 1 is confirmed, before part 2 is claimed. The test
+watches the ledger and the sandbox's request log (polling with a deadline),
+then kills the process group it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actonce import Ledger, Outcome, Status
+from actonce.browser import Browser
+from actonce.demo._agent import Agent
+from actonce.demo._intents import Intent
+from actonce.demo._worker import intent_json
+from actonce.sandbox import FaultRule, SandboxServer
+
+pytestmark = pytest.mark.browser
+
+PARTS = ("Kill test 1/3: claims before clicks",
+         "Kill test 2/3: receipts after",
+         "Kill test 3/3: and nothing twice")
+
+
+@contextlib.contextmanager
+def worker(config: Path, out: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "actonce.demo._worker", str(config)],
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        # The worker's own Chromium and driver share its process group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def wait_for(cond: Callable[[], bool], proc: subprocess.Popen[bytes], out: Path,
+             timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if proc.poll() is not None:
+            pytest.fail(f"worker exited ({proc.returncode}): {out.read_text()}")
+        assert time.monotonic() < deadline, f"condition not reached: {out.read_text()}"
+        time.sleep(0.05)
+
+
+def test_thread_resumes_at_part_two_after_sigkill(
+        server: SandboxServer, base: str, browser: Browser, ledger_path: Path,
+        tmp_path: Path, truth: Callable[[], dict[str, Any]],
+        faults: Callable[..., None]) -> None:
+    intent = Intent("thread-kill", "thread", "alice", parts=PARTS)
+    keys = [intent.key(p).value for p in range(3)]
+    # Hold part 2's first look-up (a search for its text) long enough to kill there.
+    faults(FaultRule("view.search", "slow_response", seconds=30.0, match={"q": "2/3"}))
+    config = tmp_path / "worker.json"
+    config.write_text(json.dumps({
+        "intents": [intent_json(intent)], "seed": 0, "run_id": "doomed-worker",
+        "ledger": str(ledger_path), "headed": False, "origin": base,
+        "evidence_dir": str(tmp_path / "worker-evidence"), "worker": "w1",
+    }))
+    out = tmp_path / "worker.out"
+
+    with Ledger.open(str(ledger_path)) as watcher, worker(config, out) as proc:
+
+        def part_one_done_and_part_two_looking() -> bool:
+            record = watcher.get(keys[0])
+            held = any(r["action"] == "view.search" and "slow_response" in r["faults"]
+                       for r in server.sandbox.faults.log())
+            return record is not None and record.status is Status.CONFIRMED and held
+
+        wait_for(part_one_done_and_part_two_looking, proc, out)
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+        part_one = watcher.get(keys[0])
+        assert part_one is not None and part_one.owner == "doomed-worker"
+        assert part_one.result_ref == base + "/posts/1"
+        assert watcher.get(keys[1]) is None and watcher.get(keys[2]) is None
+    assert truth()["totals"]["posts"] == 1
+    lines = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
+    assert [(r["part"], r["outcome"]) for r in lines] == [(0, "completed")]
+
+    # A fresh run (another process's worth of state: only the ledger file) resumes.
+    faults()
+    with Ledger.open(str(ledger_path)) as ledger:
+        agent = Agent(ledger, browser, base, evidence_dir=tmp_path / "evidence",
+                      run_id="fresh-run")
+        try:
+            results = list(agent.run_intent(intent))
+        finally:
+            agent.close()
+        assert [(part, r.outcome, r.attempt) for part, r in results] == [
+            (1, Outcome.COMPLETED, 1), (2, Outcome.COMPLETED, 1)]
+        records = [ledger.get(k) for k in keys]
+        assert [r.result_ref for r in records if r] == [f"{base}/posts/{i}" for i in (1, 2, 3)]
+        assert [json.loads(r.payload)["parent"] for r in records if r] == [
+            None, "/posts/1", "/posts/2"]
+        assert [r.owner for r in records if r] == ["doomed-worker", "fresh-run", "fresh-run"]
+    gt = truth()
+    assert [g["key"] for g in gt["posts"]] == [
+        {"author": "alice", "text": PARTS[0], "parent": None},
+        {"author": "alice", "text": PARTS[1], "parent": 1},
+        {"author": "alice", "text": PARTS[2], "parent": 2},
+    ]
+    assert gt["totals"]["posts"] == 3 and gt["duplicates"] == []

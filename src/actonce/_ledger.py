@@ -54,7 +54,7 @@ from ._protocol import (
 )
 from ._registry import Registry
 from ._registry import registry as default_registry
-from ._store import AsyncStore, Store
+from ._store import REVIEW_RUN_PREFIX, AsyncStore, Store
 from ._urls import open_store
 
 __all__ = ["AsyncLedger", "Effect", "Ledger", "ReconcileReport", "Resolution"]
@@ -210,7 +210,7 @@ class _Base:
             type=EventType(to.value),
             at=now,
             fence=record.fence,
-            run_id=f"review:{reviewer}",
+            run_id=f"{REVIEW_RUN_PREFIX}{reviewer}",
             from_status=record.status,
             to_status=to,
             message=reason,

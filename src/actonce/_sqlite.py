@@ -1,6 +1,10 @@
 """The embedded ledger: one SQLite file shared by the processes of one machine.
 
-WAL journal, ``synchronous=FULL`` (a committed mark survives power loss),
+WAL journal; the ``executing`` mark (and a reviewer's decision) is committed
+with ``synchronous=FULL``, so it is on stable storage before any perform
+starts; other writes use ``NORMAL`` and reach the disk with the next full
+commit (see :func:`actonce._store.must_sync` for why that is safe; pass
+``sync="all"``, or ``?sync=all`` in the URL, to fsync every commit);
 ``BEGIN IMMEDIATE`` for every write (writers queue on the busy timeout instead
 of failing half-way), a partial index on open statuses. One connection per
 store object, guarded by a lock, so a store may be shared by threads.
@@ -16,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from . import _migrations
-from ._errors import LedgerOutcomeUnknown, LedgerUnavailable
+from ._errors import BadLedgerURL, LedgerOutcomeUnknown, LedgerUnavailable
 from ._leases import LEASE_COLUMNS, LeaseRecord, LeaseResult, lease_from_row
 from ._model import OPEN_STATUSES, EffectRecord, Event, Status
 from ._queue import QUEUE_COLUMNS, ItemStatus, QueueItem, item_from_row
@@ -28,7 +32,7 @@ from ._rows import (
     record_from_row,
     record_params,
 )
-from ._store import ClaimResult, Expect
+from ._store import ClaimResult, Expect, must_sync
 
 __all__ = ["SQLiteStore"]
 
@@ -97,8 +101,12 @@ class SQLiteStore:
 
     dialect = "sqlite"
 
-    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str, *, busy_timeout: float = 30.0, sync: str = "marks") -> None:
+        if sync not in ("marks", "all"):
+            raise BadLedgerURL(f"sync must be 'marks' or 'all', not {sync!r}")
         self.path = path
+        self.sync_all = sync == "all"
+        self._synchronous = "FULL"
         self._lock = threading.Lock()
         try:
             if path != ":memory:":
@@ -163,11 +171,20 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise LedgerUnavailable(f"ledger read failed: {exc}") from exc
 
-    def _write(self, fn: Callable[[sqlite3.Connection], tuple[bool, T]]) -> T:
-        """Run ``fn`` in one IMMEDIATE transaction; commit if it says so."""
+    def _write(
+        self, fn: Callable[[sqlite3.Connection], tuple[bool, T]], *, durable: bool = True
+    ) -> T:
+        """Run ``fn`` in one IMMEDIATE transaction; commit if it says so.
+
+        ``durable`` commits are fsynced before this returns.
+        """
         with self._lock:
             conn = self._conn
             try:
+                wanted = "FULL" if durable or self.sync_all else "NORMAL"
+                if wanted != self._synchronous:
+                    conn.execute(f"PRAGMA synchronous = {wanted}")
+                    self._synchronous = wanted
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise LedgerUnavailable(f"ledger busy or unwritable: {exc}") from exc
@@ -211,7 +228,7 @@ class SQLiteStore:
             row = c.execute(SQL_GET, (new.key,)).fetchone()
             return False, ClaimResult(False, record_from_row(row))
 
-        return self._write(fn)
+        return self._write(fn, durable=must_sync(new, event))
 
     def transition(
         self, expect: tuple[Status, int], new: EffectRecord, event: Event
@@ -222,10 +239,10 @@ class SQLiteStore:
             c.execute(SQL_EVENT, event_params(event))
             return True, new
 
-        return self._write(fn)
+        return self._write(fn, durable=must_sync(new, event))
 
     def append_event(self, event: Event) -> None:
-        self._write(lambda c: (True, c.execute(SQL_EVENT, event_params(event))))
+        self._write(lambda c: (True, c.execute(SQL_EVENT, event_params(event))), durable=False)
 
     def events(self, key: str) -> list[Event]:
         rows = self._read(lambda c: c.execute(SQL_EVENTS, (key,)).fetchall())

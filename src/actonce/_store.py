@@ -36,7 +36,25 @@ from ._leases import LeaseRecord, LeaseResult
 from ._model import OPEN_STATUSES, EffectRecord, Event, Status
 from ._queue import ItemStatus, QueueItem
 
-__all__ = ["AsyncStore", "ClaimResult", "MemoryStore", "Store"]
+__all__ = ["REVIEW_RUN_PREFIX", "AsyncStore", "ClaimResult", "MemoryStore", "Store", "must_sync"]
+
+#: Run ids of a reviewer's decisions start with this.
+REVIEW_RUN_PREFIX = "review:"
+
+
+def must_sync(new: EffectRecord, event: Event) -> bool:
+    """Whether a write must be on stable storage before the call returns.
+
+    Only two writes must: the ``executing`` mark, because a perform starts
+    right after it (invariant 2), and a reviewer's decision, which nobody
+    could redo. Every other write may be lost by a power failure (never by a
+    process crash) without breaking a promise: a lost claim left nothing
+    performed, a lost confirmation or failure leaves the effect ``executing``
+    for reconcile to verify again. In a write-ahead log every later synced
+    commit also makes all earlier ones durable, so a claim is always durable
+    by the time its mark is.
+    """
+    return new.status is Status.EXECUTING or event.run_id.startswith(REVIEW_RUN_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Ledger URLs: which store a string names.
 
 - ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``,
-  ``sqlite:///:memory:``, or a plain file path: the embedded SQLite store.
+  ``sqlite:///:memory:``, or a plain file path: the embedded SQLite store
+  (``?sync=all`` fsyncs every commit, not only the ``executing`` marks).
 - ``postgresql://user@host:port/db`` (or ``postgres://``): the PostgreSQL
   store (``pip install 'actonce[postgres]'``).
 - ``memory://``: the in-memory store (tests, trying things out).
@@ -43,7 +44,7 @@ def sqlite_path(url: str | None) -> str | None:
         _check_plain_path(url)
         return url
     if scheme.lower() == "sqlite" and rest.startswith("/") and rest != "/":
-        path = rest[1:]
+        path = rest[1:].partition("?")[0]
         return None if path == ":memory:" else path
     return None
 
@@ -71,7 +72,12 @@ def open_store(url: str | None = None, *, prefer_async: bool = False) -> Any:
             )
         from ._sqlite import SQLiteStore
 
-        return SQLiteStore(rest[1:])
+        path, _, query = rest[1:].partition("?")
+        options = dict(p.partition("=")[::2] for p in query.split("&") if p)
+        unknown = set(options) - {"sync"}
+        if unknown:
+            raise BadLedgerURL(f"unknown SQLite URL option(s): {', '.join(sorted(unknown))}")
+        return SQLiteStore(path, sync=options.get("sync", "marks"))
     if scheme == "memory":
         from ._store import MemoryStore
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _crash
-from ._chaos_worker import EXIT_ERROR, WorkerSpec, decode, run_worker
+from ._chaos_worker import EXIT_ERROR, STOPPED, WorkerSpec, decode, run_worker
 from ._clock import SystemClock
 from ._errors import LedgerError
 from ._keys import effect_key
@@ -89,6 +89,9 @@ class ChaosReport:
         crash_points_hit: point -> kills that happened at that armed point.
         kills: every ``SIGKILL`` that ended a worker.
         random_kills: kills sent by the parent at a random moment.
+        zombies: workers stopped (SIGSTOP) through the end of their round and
+            resumed after the next one had begun, their clock moved on.
+        pauses: shorter stops, resumed within the round (clock unchanged).
         worker_errors: workers that ended with an unexpected exception.
         statuses: final ledger status -> number of intents.
         rounds: worker rounds run, all schedules together.
@@ -109,6 +112,8 @@ class ChaosReport:
     crash_points_hit: dict[str, int]
     kills: int
     random_kills: int
+    zombies: int
+    pauses: int
     worker_errors: int
     statuses: dict[str, int]
     rounds: int
@@ -136,6 +141,8 @@ class ChaosReport:
             "crash_points_hit": dict(self.crash_points_hit),
             "kills": self.kills,
             "random_kills": self.random_kills,
+            "zombies": self.zombies,
+            "pauses": self.pauses,
             "worker_errors": self.worker_errors,
             "statuses": dict(self.statuses),
             "rounds": self.rounds,
@@ -154,7 +161,8 @@ class ChaosReport:
             f"{self.workers} workers, seed {self.seed}, {self.wall_s:.1f}s",
             f"duplicates {self.duplicates}, lost {self.lost}, unresolved {self.unresolved}, "
             f"inconsistent {self.inconsistent}, worker errors {self.worker_errors}",
-            f"kills {self.kills} ({self.random_kills} at random moments); at points: {points}",
+            f"kills {self.kills} ({self.random_kills} at random moments), zombies "
+            f"{self.zombies}, short pauses {self.pauses}; kills at points: {points}",
             f"final statuses: {statuses}; accepted effects {self.accepted}; rounds {self.rounds}",
         ]
         lines += [f"  ! {f}" for f in self.findings]
@@ -166,12 +174,24 @@ class ChaosReport:
 
 
 @dataclass(frozen=True, slots=True)
+class _Zombie:
+    worker: int
+    stops: tuple[tuple[str, int, bool], ...]  # (point, n-th pass since the last stop, long)
+    early: bool  # after a long pause: resumed before the next round's reconcile
+    short_after: int  # after a short pause: resumed once this many more passes were seen
+
+
+@dataclass(frozen=True, slots=True)
 class _Plan:
     policy: Policy
     faults: Faults
     arms: dict[int, tuple[str, int]]
     kill: tuple[int, int] | None  # (after this many point passes, victim worker)
+    zombie: _Zombie | None
     chaos_rounds: int
+
+
+_FOREVER = 1 << 60
 
 
 def _plan(rng: random.Random, workers: int, intents: int) -> _Plan:
@@ -205,7 +225,41 @@ def _plan(rng: random.Random, workers: int, intents: int) -> _Plan:
     kill = None
     if rng.random() < 0.5:
         kill = (rng.randint(1, 6 * intents), rng.randrange(workers))
-    return _Plan(policy, faults, arms, kill, chaos_rounds=rng.randint(1, 3))
+    zombie = None
+    if rng.random() < 0.5:
+        zombie = _zombie(rng, workers, policy)
+    return _Plan(policy, faults, arms, kill, zombie, chaos_rounds=rng.randint(1, 3))
+
+
+def _zombie(rng: random.Random, workers: int, policy: Policy) -> _Zombie:
+    """Where a worker pauses: long (past its lease, into the next round) or short.
+
+    Every point is fair game: a pause past the lease before the mark must be
+    fenced by the claim's token, and one after the mark by the owner's lease
+    check right before its perform. (Only a pause between that check and the
+    perform's first byte is out of reach: no point lies there, and only
+    provider-side idempotency could fence it.)
+    """
+    # A direct claim is the executing mark itself: the perform comes next.
+    mark = "after_mark_executing" if policy.verify_after_claim else "after_claim"
+    stops: list[tuple[str, int, bool]] = []
+    if rng.random() < 0.7:
+        # Half of the long pauses fall before the mark.
+        split = _crash.POINTS.index(mark)
+        before, after = _crash.POINTS[:split], _crash.POINTS[split:]
+        point = rng.choice(before if rng.random() < 0.5 else after)
+        stops.append((point, rng.choice([1, 1, 1, 2]), True))
+        if point in before and rng.random() < 0.8:
+            # Resumed past its lease, it writes its mark, then pauses briefly
+            # before the perform: a mark stamped with a stale time would look
+            # orphaned to the others during that short pause.
+            stops.append((mark, 1, False))
+    else:
+        # A pause shorter than the lease is safe anywhere.
+        stops.append((rng.choice(_crash.POINTS), rng.randint(1, 2), False))
+    # A short pause ends after a few more passes, or once the others are done.
+    short_after = rng.choice([rng.randint(0, 12), _FOREVER])
+    return _Zombie(rng.randrange(workers), tuple(stops), rng.random() < 0.5, short_after)
 
 
 # --- one round of workers ------------------------------------------------------------
@@ -220,6 +274,8 @@ class _Tally:
     points: Counter[str] = field(default_factory=Counter)
     kills: int = 0
     random_kills: int = 0
+    zombies: int = 0
+    pauses: int = 0
     worker_errors: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     rounds: int = 0
@@ -236,41 +292,90 @@ class _Child:
     worker: int
     pid: int
     fd: int
-    open: bool = True
+    offset_path: str | None = None
+    open: bool = True  # its pipe is open: it has not ended
+    stopped: bool = False  # a zombie, stopped by itself
+    resume_after: int | None = None  # resume once this round has seen this many passes
+    pauses: list[bool] = field(default_factory=list)  # long or short, one per planned stop
+    short_after: int = 0
     fatal_at: str | None = None
     killed_by_parent: bool = False
+    status: int | None = None  # its wait status, once reaped
+
+
+def _fork(
+    worker: int, spec: WorkerSpec, others: Sequence[_Child], zombie: _Zombie | None
+) -> _Child:
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+        os.close(rfd)
+        for other in others:
+            if other.open:
+                os.close(other.fd)
+        run_worker(spec, wfd)
+    os.close(wfd)
+    child = _Child(worker, pid, rfd, offset_path=spec.offset_path)
+    if zombie is not None:
+        child.pauses = [long for _, _, long in zombie.stops]
+        child.short_after = zombie.short_after
+    return child
+
+
+def _resume(child: _Child, offset: float) -> None:
+    """Let a stopped zombie go on, its clock moved on to ``offset``."""
+    assert child.offset_path is not None
+    tmp = child.offset_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(repr(offset))
+    os.replace(tmp, child.offset_path)
+    child.stopped = False
+    child.resume_after = None
+    os.kill(child.pid, signal.SIGCONT)
+
+
+def _abandon(children: Sequence[_Child]) -> None:
+    """Kill and reap every child still there (the parent itself is failing)."""
+    for child in children:
+        if child.status is None:
+            with contextlib.suppress(OSError):
+                os.kill(child.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+            child.status = -1
+        if child.open:
+            os.close(child.fd)
+            child.open = False
 
 
 def _run_round(
-    specs: Sequence[tuple[int, WorkerSpec]], kill: tuple[int, int] | None, tally: _Tally
-) -> list[int]:
-    """Fork one worker per spec, watch their progress, kill as planned; reap them.
+    carried: list[_Child],
+    specs: Sequence[tuple[int, WorkerSpec, _Zombie | None]],
+    kill: tuple[int, int] | None,
+    offset: float,
+    tally: _Tally,
+) -> tuple[list[int], list[_Child]]:
+    """Fork one worker per spec next to the carried zombies; watch, kill, reap.
 
-    Returns the workers that died by ``SIGKILL``.
+    Returns the workers that died by ``SIGKILL``, and the zombies that
+    stopped in this round (to be resumed in the next one).
     """
-    children: list[_Child] = []
+    children = list(carried)
     try:
-        for worker, spec in specs:
-            rfd, wfd = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child never returns
-                os.close(rfd)
-                for other in children:
-                    os.close(other.fd)
-                run_worker(spec, wfd)
-            os.close(wfd)
-            children.append(_Child(worker, pid, rfd))
-        _watch(children, kill)
-    finally:
-        for child in children:
-            if child.open:  # only when the parent itself failed: leave nobody behind
-                with contextlib.suppress(OSError):
-                    os.kill(child.pid, signal.SIGKILL)
-                os.close(child.fd)
-                child.open = False
+        for worker, spec, zombie in specs:
+            children.append(_fork(worker, spec, children, zombie))
+        _watch(children, kill, offset, tally)
+    except BaseException:
+        _abandon(children)
+        raise
     killed: list[int] = []
+    stopped: list[_Child] = []
     for child in children:
-        _, status = os.waitpid(child.pid, 0)
+        if child.open and child.stopped:
+            stopped.append(child)
+            continue
+        status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
+        child.status = status
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
             killed.append(child.worker)
             tally.kills += 1
@@ -283,32 +388,69 @@ def _run_round(
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
             why = "raised" if code == EXIT_ERROR else f"ended with {code}"
             tally.find(f"worker {child.worker} {why}")
-    return killed
+    return killed, stopped
 
 
-def _watch(children: list[_Child], kill: tuple[int, int] | None) -> None:
+def _watch(
+    children: list[_Child], kill: tuple[int, int] | None, offset: float, tally: _Tally
+) -> None:
     by_fd = {c.fd: c for c in children}
     passes = 0
-    victim = None if kill is None else children[kill[1] % len(children)]
-    while any(c.open for c in children):
+    new = [c for c in children if c.resume_after is None and not c.stopped]
+    victim = None if kill is None or not new else new[kill[1] % len(new)]
+    while True:
+        for c in children:
+            if c.stopped and c.resume_after is not None and passes >= c.resume_after:
+                _resume(c, offset)
+        if not any(c.open and not c.stopped for c in children):
+            waiting = [c for c in children if c.stopped and c.resume_after is not None]
+            if not waiting:
+                return
+            for c in waiting:
+                _resume(c, offset)
         ready, _, _ = select.select([c.fd for c in children if c.open], [], [])
         for fd in ready:
-            child = by_fd[fd]
-            data = os.read(fd, 4096)
-            if not data:
-                os.close(fd)
-                child.open = False
-                continue
-            for byte in data:
-                point, fatal = decode(byte)
-                passes += 1
-                if fatal:
-                    child.fatal_at = point
+            passes += _consume(by_fd[fd], passes, tally)
         if kill is not None and victim is not None and passes >= kill[0]:
-            if victim.open and not victim.killed_by_parent:
+            if victim.open and victim.status is None:
                 os.kill(victim.pid, signal.SIGKILL)
                 victim.killed_by_parent = True
+                victim.stopped = False
+                victim.resume_after = None
             victim = None
+
+
+def _consume(child: _Child, passes: int, tally: _Tally) -> int:
+    """Read what ``child`` reported (it has something); the number of passes in it."""
+    data = os.read(child.fd, 4096)
+    if not data:
+        os.close(child.fd)
+        child.open = False
+        child.stopped = False
+        return 0
+    seen = 0
+    for byte in data:
+        if byte == STOPPED:
+            _confirm_stop(child)
+            long = child.pauses.pop(0) if child.pauses else True
+            if child.stopped and not long:
+                tally.pauses += 1
+                child.resume_after = passes + seen + child.short_after
+            continue
+        point, fatal = decode(byte)
+        seen += 1
+        if fatal:
+            child.fatal_at = point
+    return seen
+
+
+def _confirm_stop(child: _Child) -> None:
+    """The child said it stops itself: wait until it has (or has died)."""
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        child.stopped = True
+    else:
+        child.status = status  # killed meanwhile: reaped here, its pipe ends next
 
 
 # --- one schedule ----------------------------------------------------------------------
@@ -370,6 +512,7 @@ def _run_schedule(
     folder = tempfile.mkdtemp(prefix=f"chaos-{index}-", dir=root)
     refs = [f"intent-{i}" for i in range(intents)]
     calm = Faults(visibility_delay=plan.faults.visibility_delay)
+    carried: list[_Child] = []
     try:
         with _world(folder, 0.0, plan.policy, calm, 0):
             pass  # create and migrate both files before any worker races for it
@@ -379,10 +522,11 @@ def _run_schedule(
         r = 0
         while True:
             chaos = r < plan.chaos_rounds
-            specs = []
+            specs: list[tuple[int, WorkerSpec, _Zombie | None]] = []
             for w in running:
                 order = pending[:]
                 rng.shuffle(order)
+                zombie = plan.zombie if r == 0 and plan.zombie and plan.zombie.worker == w else None
                 spec = WorkerSpec(
                     ledger_path=os.path.join(folder, "ledger.db"),
                     provider_path=os.path.join(folder, "provider.db"),
@@ -393,27 +537,40 @@ def _run_schedule(
                     faults=plan.faults if chaos else calm,
                     seed=rng.getrandbits(32),
                     arm=arms.get(w) if chaos else None,
+                    stops=tuple((p, n) for p, n, _ in zombie.stops) if zombie else (),
+                    offset_path=os.path.join(folder, f"offset-{w}") if zombie else None,
                 )
-                specs.append((w, spec))
-            killed = _run_round(specs, kill if chaos else None, tally)
+                specs.append((w, spec, zombie))
+            killed, carried = _run_round(carried, specs, kill if chaos else None, r * ROUND, tally)
             tally.rounds += 1
             r += 1
+            for z in carried:
+                # Stopped through the end of its round: when it goes on, the
+                # others' clocks have moved on, and so has its own.
+                tally.zombies += 1
+                if plan.zombie is not None and plan.zombie.early:
+                    # Let it take one step (up to its next point) before the
+                    # reconcile looks at what it left.
+                    _resume(z, r * ROUND)
+                    _consume(z, 0, tally)
+                else:
+                    z.resume_after = rng.randint(0, 4 * intents)
             chaos = r < plan.chaos_rounds
             faults = Faults(unavailable=plan.faults.unavailable) if chaos else Faults()
             with _world(folder, r * ROUND, plan.policy, faults, rng.getrandbits(32)) as (ledger, _):
                 _reconcile(ledger)
                 pending = _pending(ledger, refs)
-            if not pending or r >= max_rounds:
+            if not carried and (not pending or r >= max_rounds):
                 break
-            running = killed or list(range(workers))
+            running = [] if r >= max_rounds else (killed or list(range(workers)))
             arms = {}
             kill = None
             if chaos:
                 for w in running:
                     if rng.random() < 0.3:
                         arms[w] = (rng.choice(_crash.POINTS), rng.randint(1, 2))
-                if rng.random() < 0.3:
-                    kill = (rng.randint(1, 4 * len(pending)), rng.randrange(len(running)))
+                if running and rng.random() < 0.3:
+                    kill = (rng.randint(1, 4 * len(pending) + 1), rng.randrange(len(running)))
         with _world(folder, (r + 1) * ROUND, plan.policy, Faults(), 0) as (ledger, provider):
             _reconcile(ledger)
             _judge(index, ledger, provider, refs, tally)
@@ -423,6 +580,7 @@ def _run_schedule(
                     last = fh.read().strip().splitlines()[-1:]
                 tally.find(f"schedule {index}: {name}: {' '.join(last)}")
     finally:
+        _abandon(carried)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -550,6 +708,8 @@ def run_campaign(
         crash_points_hit={p: tally.points[p] for p in _crash.POINTS},
         kills=tally.kills,
         random_kills=tally.random_kills,
+        zombies=tally.zombies,
+        pauses=tally.pauses,
         worker_errors=tally.worker_errors,
         statuses=dict(sorted(tally.statuses.items())),
         rounds=tally.rounds,

@@ -6,13 +6,19 @@ random order under the virtual clock of its round, and reports every crash
 point it passes to the parent through a pipe: one byte per pass, an
 uppercase byte just before an armed point kills it. The parent uses the
 stream to time its own random-moment ``SIGKILL`` and to know where a kill
-happened. The child always ends with ``os._exit``: it must never return into
-the parent's code (a test runner, the CLI).
+happened. A *zombie* stops itself (``SIGSTOP``) after reporting ``!``, at
+each of its ``stops`` in turn (the n-th pass of a point, counted from the
+previous stop); when the parent resumes it (``SIGCONT``), it first reads the
+parent's current offset from its offset file, as a real process finds the
+wall clock moved on after a pause. The child always ends
+with ``os._exit``: it must never return into the parent's code (a test
+runner, the CLI).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 from dataclasses import dataclass
 
@@ -24,17 +30,19 @@ from ._model import Policy
 from ._registry import Registry
 from .testing import FakeProvider, Faults
 
-__all__ = ["WorkerSpec", "decode", "run_worker"]
+__all__ = ["STOPPED", "WorkerSpec", "decode", "run_worker"]
 
 #: Exit code of a worker that hit an unexpected exception (a finding).
 EXIT_ERROR = 3
 
 _PASS = {name: bytes([ord("a") + i]) for i, name in enumerate(_crash.POINTS)}
 _FATAL = {name: bytes([ord("A") + i]) for i, name in enumerate(_crash.POINTS)}
+#: The byte a zombie reports right before it stops itself.
+STOPPED = ord("!")
 
 
 def decode(byte: int) -> tuple[str, bool]:
-    """The point a reported byte stands for, and whether the pass was fatal."""
+    """The point a reported byte (not ``STOPPED``) stands for, and whether it was fatal."""
     if byte >= ord("a"):
         return _crash.POINTS[byte - ord("a")], False
     return _crash.POINTS[byte - ord("A")], True
@@ -53,14 +61,17 @@ class WorkerSpec:
     faults: Faults
     seed: int
     arm: tuple[str, int] | None = None
+    stops: tuple[tuple[str, int], ...] = ()
+    offset_path: str | None = None
 
 
 def run_worker(spec: WorkerSpec, wfd: int) -> None:
     """Run ``spec`` and end the process (never returns)."""
     code = 0
     try:
-        _tap(spec.arm, wfd)
-        _work(spec)
+        clock = SystemClock(offset=spec.offset)
+        _tap(spec, wfd, clock)
+        _work(spec, clock)
     except BaseException:
         code = EXIT_ERROR
         try:
@@ -71,22 +82,31 @@ def run_worker(spec: WorkerSpec, wfd: int) -> None:
     os._exit(code)
 
 
-def _tap(arm: tuple[str, int] | None, wfd: int) -> None:
-    """Arm the crash point (if any) and report every pass to the parent."""
+def _tap(spec: WorkerSpec, wfd: int, clock: SystemClock) -> None:
+    """Arm the crash point (if any), report every pass, stop where planned."""
     real_hit = _crash.hit
+    arm = spec.arm
+    stops = list(spec.stops)
     if arm is None:
         _crash.disarm()
     else:
         _crash.arm(arm[0], nth=arm[1], mode="kill")
-    passes = 0
+    passes: dict[str, int] = {}
+    since_stop: dict[str, int] = {}
 
     def hit(point: str) -> None:
-        nonlocal passes
-        fatal = False
-        if arm is not None and point == arm[0]:
-            passes += 1
-            fatal = passes == arm[1]
+        n = passes[point] = passes.get(point, 0) + 1
+        fatal = arm is not None and point == arm[0] and n == arm[1]
         os.write(wfd, _FATAL[point] if fatal else _PASS[point])
+        if stops and point == stops[0][0] and spec.offset_path:
+            k = since_stop[point] = since_stop.get(point, 0) + 1
+            if k == stops[0][1]:
+                stops.pop(0)
+                since_stop.clear()
+                os.write(wfd, bytes([STOPPED]))
+                os.kill(os.getpid(), signal.SIGSTOP)
+                with open(spec.offset_path, encoding="utf-8") as fh:
+                    clock.offset = float(fh.read())
         real_hit(point)
 
     # The protocol driver and the fake provider look ``_crash.hit`` up at each
@@ -95,8 +115,7 @@ def _tap(arm: tuple[str, int] | None, wfd: int) -> None:
     _crash.hit = hit
 
 
-def _work(spec: WorkerSpec) -> None:
-    clock = SystemClock(offset=spec.offset)
+def _work(spec: WorkerSpec, clock: SystemClock) -> None:
     provider = FakeProvider(spec.provider_path, faults=spec.faults, clock=clock, seed=spec.seed)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=spec.policy)

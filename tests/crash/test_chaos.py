@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from actonce import _chaos, _chaos_worker
+from actonce import SystemClock, _chaos, _chaos_worker
 from actonce._chaos import run_campaign
 from actonce.testing import POINTS, FakeProvider
 
@@ -31,6 +31,7 @@ def test_short_campaign_is_clean_and_hits_every_point() -> None:
     missing = [p for p in POINTS if not report.crash_points_hit.get(p)]
     assert not missing, f"crash points never hit: {missing}"
     assert report.random_kills > 0
+    assert report.zombies > 0 and report.pauses > 0
     assert report.intents == SCHEDULES * 5
     assert sum(report.statuses.values()) == report.intents
     assert seen[-1] == (SCHEDULES, SCHEDULES) and len(seen) == SCHEDULES
@@ -48,9 +49,9 @@ def test_short_campaign_is_clean_and_hits_every_point() -> None:
     assert json.loads(json.dumps(data)) == data
 
 
-def _naive_work(spec: _chaos_worker.WorkerSpec) -> None:
+def _naive_work(spec: _chaos_worker.WorkerSpec, clock: SystemClock) -> None:
     """A worker that submits without asking the ledger: the bug chaos must catch."""
-    provider = FakeProvider(spec.provider_path, faults=spec.faults, seed=spec.seed)
+    provider = FakeProvider(spec.provider_path, faults=spec.faults, clock=clock, seed=spec.seed)
     for ref in spec.refs:
         try:
             provider.submit(ref)
@@ -69,7 +70,7 @@ def test_campaign_reports_duplicates(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_campaign_reports_worker_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(spec: _chaos_worker.WorkerSpec) -> None:
+    def broken(spec: _chaos_worker.WorkerSpec, clock: SystemClock) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(_chaos_worker, "_work", broken)

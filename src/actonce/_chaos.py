@@ -754,6 +754,11 @@ def _progress_printer() -> Callable[[int, int], None]:
     return show
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    # Unwind like Ctrl-C so that workers are killed and folders removed.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """``actonce chaos``: 0 when clean, 1 on a duplicate or lost intent, 2 on bad input."""
     parser = _parser()
@@ -761,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = run_campaign(
             backend=args.backend,
@@ -775,6 +781,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, NotImplementedError) as exc:
         print(f"actonce chaos: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("actonce chaos: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(report.summary())
     if args.json:
         print(json.dumps(report.to_json(), sort_keys=True))

@@ -269,9 +269,6 @@ def test_blocking_screen_answering_the_submit_is_never_retried(
     assert submits() == ["post.create"] and truth()["totals"]["posts"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "AsyncEffect.perform reports a wall that answers the click as a plain OutcomeUnknown "
-    "(a wait_for_url timeout), not as a hard stop: the run goes on (see the report)"))
 @pytest.mark.parametrize(("fault", "reason"), SUBMIT_WALLS)
 def test_blocking_screen_answering_the_submit_is_a_hard_stop(
         ledger: Ledger, session: SessionFactory, faults: Callable[..., None],

@@ -29,6 +29,7 @@ from ._errors import (
     OutcomeUnknown,
     PageUnavailable,
     ReadBackMismatch,
+    StoppedAfterClick,
     StoppedBeforeClick,
 )
 from ._guard import as_effect
@@ -56,6 +57,7 @@ __all__ = [
     "ReadBackMismatch",
     "Screens",
     "SiteEffect",
+    "StoppedAfterClick",
     "StoppedBeforeClick",
     "ThreadPart",
     "ToggleEffect",

@@ -9,6 +9,8 @@
         ├── PageUnavailable    a page could not be loaded or read (network, timeout, 5xx)
         ├── NotPerformed       ``perform`` failed before the click: provably nothing happened
         └── OutcomeUnknown     the click was sent; whether it took effect is not known
+            └── StoppedAfterClick  a wall (login, CAPTCHA, rate limit) answered the
+                                   click: unknown outcome *and* a hard stop
 
 ``StoppedBeforeClick``, ``ReadBackMismatch`` and ``NotPerformed`` are also
 ``actonce.NotPerformed``: the runner records them as ``failed`` at once,
@@ -31,6 +33,7 @@ __all__ = [
     "OutcomeUnknown",
     "PageUnavailable",
     "ReadBackMismatch",
+    "StoppedAfterClick",
     "StoppedBeforeClick",
 ]
 
@@ -77,3 +80,10 @@ class OutcomeUnknown(BrowserError):
 
     The effect may or may not have happened: verify, never retry blindly.
     """
+
+
+class StoppedAfterClick(OutcomeUnknown, HardStop):
+    """A blocking screen answered the click: stop the run; the outcome is unknown."""
+
+    def __init__(self, reason: str) -> None:
+        HardStop.__init__(self, reason)

@@ -41,6 +41,7 @@ from ._errors import (
     OutcomeUnknown,
     PageUnavailable,
     ReadBackMismatch,
+    StoppedAfterClick,
     StoppedBeforeClick,
 )
 from ._site import SiteEffect, normalize
@@ -209,6 +210,22 @@ class AsyncBrowserSession:
             raise HardStop("signed-in identity is not shown exactly once")
         if who != self.username:
             raise HardStop(f"signed in as {who!r}, not {self.username!r}")
+
+    async def blocking_screen(self) -> str | None:
+        """What blocks the current page (login, CAPTCHA, rate limit, another
+        identity), or None. Never raises: for reading the page after a click."""
+        try:
+            for reason, selector in self.screens.blocking.items():
+                if await self.page.locator(selector).count():
+                    return f"{reason} is visible"
+            if self._last_status == 429:
+                return "rate-limit screen (HTTP 429)"
+            who = await self.whoami()
+        except PlaywrightError:
+            return None
+        if who is not None and who != self.username:
+            return f"signed in as {who!r}, not {self.username!r}"
+        return None
 
     async def preflight(self) -> None:
         """The checks before every mutation; any doubt raises ``HardStop``."""
@@ -389,8 +406,13 @@ class AsyncEffect:
             await control.click()
             await self.site.confirm(s)
         except (PlaywrightError, BrowserError) as exc:
-            raise OutcomeUnknown(f"{self.kind}: no confirmation after the click: "
-                                 f"{_first_line(exc)}") from exc
+            why = f"{self.kind}: no confirmation after the click: {_first_line(exc)}"
+            wall = await s.blocking_screen()
+            if wall is not None:
+                # A wall answered the submit: the run must stop (no further
+                # mutations), and whether the effect happened is still unknown.
+                raise StoppedAfterClick(f"{wall} answered the submit; {why}") from exc
+            raise OutcomeUnknown(why) from exc
 
     async def verify(self) -> Verdict:
         """Read-only check; the world's failures become ``Unavailable``."""

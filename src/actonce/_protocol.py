@@ -405,6 +405,11 @@ def _perform(plan: Plan, st: _State) -> Generator[Op, Any, None]:
     # reconcile may already have proven absence and re-opened the key (the
     # settle window of non-owners runs from the lease's end, see observe()).
     assert st.record is not None
+    # What the perform did belongs to this attempt: a run that declined once,
+    # lost the race to mark it failed and claimed the key again must not carry
+    # "declined" over to a perform that did run.
+    st.declined = False
+    st.perform_error = None
     st.now = yield NOW
     if st.now >= st.record.lease_expires_at:
         st.declined = True

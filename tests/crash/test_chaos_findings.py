@@ -1,7 +1,8 @@
-"""Regression tests for what ``actonce chaos`` found, replayed deterministically.
+"""Regression tests for protocol bugs that chaos runs led to, replayed deterministically.
 
 Each test rebuilds, in one process and with a frozen clock, an interleaving
-that the campaign hit with real processes, and names the campaign schedule.
+that real processes hit (or could hit): the owner is "paused" at a crash
+point (the clock jumps past its lease) while another ledger reconciles.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from actonce import Ledger, Policy, Registry, Status, _crash
+from actonce import Effect, HardStop, Ledger, Outcome, Policy, Registry, Status, _crash
 from actonce._sqlite import SQLiteStore
 from actonce.testing import FakeProvider, FrozenClock
 
@@ -73,3 +74,57 @@ def test_a_declined_perform_does_not_stick_to_the_next_attempt_of_the_run(
     worker.reconcile()
     worker.run(provider.effect("r", policy=policy))
     assert provider.accepted() == {"r": 1}
+
+
+@pytest.mark.parametrize("error", [HardStop("login wall"), RuntimeError("HTTP 500")], ids=repr)
+def test_a_run_never_performs_twice_after_losing_the_race_to_reconcile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """The perform raises and nothing was committed; the owner is paused past
+    its lease before it records anything, and reconcile fails the mark. The
+    owner's compare-and-set then loses and it finds the key failed. It must
+    end its run there (a hard stop: no further mutation; an error: replan),
+    not claim the key again and perform a second time within the same run.
+    """
+    clock = FrozenClock()
+    policy = Policy(
+        settle_seconds=30.0, absence_authoritative=True, verify_attempts=1, lease_seconds=600.0
+    )
+    provider = FakeProvider(str(tmp_path / "provider.db"), clock=clock)
+    registry = Registry()
+    registry.register("fake", provider.verifier, policy=policy)
+    worker = Ledger(SQLiteStore(str(tmp_path / "ledger.db")), clock=clock, registry=registry)
+    other = Ledger(SQLiteStore(str(tmp_path / "ledger.db")), clock=clock, registry=registry)
+    calls: list[int] = []
+
+    def perform() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise error
+        provider.submit("r")
+
+    base = provider.effect("r", policy=policy)
+    effect = Effect(base.key, base.kind, base.payload, perform, base.verify, policy=policy)
+    real_hit = _crash.hit
+    paused: list[str] = []
+
+    def hit(point: str) -> None:
+        if point == "after_perform" and not paused:
+            paused.append(point)
+            clock.advance(policy.lease_seconds + policy.settle_seconds + 1)
+            assert [r.status for r in other.reconcile().results] == [Status.FAILED]
+        real_hit(point)
+
+    monkeypatch.setattr(_crash, "hit", hit)
+    result = worker.run(effect)
+    monkeypatch.setattr(_crash, "hit", real_hit)
+
+    assert paused
+    assert len(calls) == 1, "performed again within the same run"
+    assert provider.accepted() == {}
+    if isinstance(error, HardStop):
+        assert result.outcome is Outcome.HARD_STOP
+    else:
+        assert result.outcome is Outcome.FAILED
+        assert worker.run(effect).outcome is Outcome.COMPLETED  # replanned by the caller
+        assert provider.accepted() == {"r": 1}

@@ -211,6 +211,11 @@ def _loop(plan: Plan, record: EffectRecord | None, now: float, mode: Mode) -> St
         if act is d.Action.CLAIM:
             if mode is Mode.RECONCILE:
                 return _result(Outcome.FAILED, st.record, "released: nothing was performed", st)
+            if st.hard_stop:  # invariant 9: no further mutation in this run
+                return _result(Outcome.HARD_STOP, st.record, f"hard stop: {st.hard_stop}", st)
+            if st.performed:  # invariant 3: a perform is never retried within a run
+                reason = f"failed after this run's perform ({st.perform_error}); replan"
+                return _result(Outcome.FAILED, st.record, reason, st)
             result = yield from _claim(plan, st, obs)
             if result is not None:
                 return result

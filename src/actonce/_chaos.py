@@ -10,9 +10,12 @@ window, authoritative absence, verify-after-claim, verification attempts),
 the provider's faults (lost responses, failures before commit, unavailable
 lookups, visibility delay), which worker has a crash point armed
 (``_crash.arm(point, nth=k, mode="kill")``: a real ``SIGKILL`` of itself),
-and whether the parent ``SIGKILL``\\ s a worker at a random moment (after a
+whether the parent ``SIGKILL``\\ s a worker at a random moment (after a
 random number of crash-point passes reported by the workers through a pipe:
-progress is observed, never waited for with sleeps).
+progress is observed, never waited for with sleeps), and whether a worker
+becomes a *zombie*: it stops itself (``SIGSTOP``) at a point, for a short
+pause or past the end of its round, when its lease has expired and others
+take over; resumed, it finds its clock moved on.
 
 Time is virtual: round ``r`` runs under ``SystemClock(offset=r * ROUND)``,
 ledger and provider alike, so the next round finds the previous round's
@@ -32,7 +35,8 @@ faults off. Then the ledger is compared with the ground truth:
 
 The plan of schedule ``i`` depends only on ``(seed, i)``; process timing
 does not, so a failing schedule is replayed with the same plan, not the same
-interleaving.
+interleaving. The worker's body lives in ``_chaos_worker``, the parent's
+handling of one round of worker processes in ``_chaos_round``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ import contextlib
 import json
 import os
 import random
-import select
 import shutil
 import signal
 import sys
@@ -54,7 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _crash
-from ._chaos_worker import EXIT_ERROR, STOPPED, WorkerSpec, decode, run_worker
+from ._chaos_round import Child, Stats, Zombie, abandon, consume, resume, run_round
+from ._chaos_worker import WorkerSpec
 from ._clock import SystemClock
 from ._errors import LedgerError
 from ._keys import effect_key
@@ -69,7 +73,6 @@ __all__ = ["ChaosReport", "main", "run_campaign"]
 ROUND = 10_000.0
 #: Statuses that end the work on an intent (in review counts as resolved).
 _RESOLVED = frozenset({Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED})
-_MAX_FINDINGS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,20 +177,12 @@ class ChaosReport:
 
 
 @dataclass(frozen=True, slots=True)
-class _Zombie:
-    worker: int
-    stops: tuple[tuple[str, int, bool], ...]  # (point, n-th pass since the last stop, long)
-    early: bool  # after a long pause: resumed before the next round's reconcile
-    short_after: int  # after a short pause: resumed once this many more passes were seen
-
-
-@dataclass(frozen=True, slots=True)
 class _Plan:
     policy: Policy
     faults: Faults
     arms: dict[int, tuple[str, int]]
     kill: tuple[int, int] | None  # (after this many point passes, victim worker)
-    zombie: _Zombie | None
+    zombie: Zombie | None
     chaos_rounds: int
 
 
@@ -231,7 +226,7 @@ def _plan(rng: random.Random, workers: int, intents: int) -> _Plan:
     return _Plan(policy, faults, arms, kill, zombie, chaos_rounds=rng.randint(1, 3))
 
 
-def _zombie(rng: random.Random, workers: int, policy: Policy) -> _Zombie:
+def _zombie(rng: random.Random, workers: int, policy: Policy) -> Zombie:
     """Where a worker pauses: long (past its lease, into the next round) or short.
 
     Every point is fair game: a pause past the lease before the mark must be
@@ -259,198 +254,19 @@ def _zombie(rng: random.Random, workers: int, policy: Policy) -> _Zombie:
         stops.append((rng.choice(_crash.POINTS), rng.randint(1, 2), False))
     # A short pause ends after a few more passes, or once the others are done.
     short_after = rng.choice([rng.randint(0, 12), _FOREVER])
-    return _Zombie(rng.randrange(workers), tuple(stops), rng.random() < 0.5, short_after)
-
-
-# --- one round of workers ------------------------------------------------------------
+    return Zombie(rng.randrange(workers), tuple(stops), rng.random() < 0.5, short_after)
 
 
 @dataclass
-class _Tally:
+class _Tally(Stats):
     duplicates: int = 0
     lost: int = 0
     unresolved: int = 0
     inconsistent: int = 0
-    points: Counter[str] = field(default_factory=Counter)
-    kills: int = 0
-    random_kills: int = 0
     zombies: int = 0
-    pauses: int = 0
-    worker_errors: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     rounds: int = 0
     accepted: int = 0
-    findings: list[str] = field(default_factory=list)
-
-    def find(self, text: str) -> None:
-        if len(self.findings) < _MAX_FINDINGS:
-            self.findings.append(text)
-
-
-@dataclass
-class _Child:
-    worker: int
-    pid: int
-    fd: int
-    offset_path: str | None = None
-    open: bool = True  # its pipe is open: it has not ended
-    stopped: bool = False  # a zombie, stopped by itself
-    resume_after: int | None = None  # resume once this round has seen this many passes
-    pauses: list[bool] = field(default_factory=list)  # long or short, one per planned stop
-    short_after: int = 0
-    fatal_at: str | None = None
-    killed_by_parent: bool = False
-    status: int | None = None  # its wait status, once reaped
-
-
-def _fork(
-    worker: int, spec: WorkerSpec, others: Sequence[_Child], zombie: _Zombie | None
-) -> _Child:
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child never returns
-        os.close(rfd)
-        for other in others:
-            if other.open:
-                os.close(other.fd)
-        run_worker(spec, wfd)
-    os.close(wfd)
-    child = _Child(worker, pid, rfd, offset_path=spec.offset_path)
-    if zombie is not None:
-        child.pauses = [long for _, _, long in zombie.stops]
-        child.short_after = zombie.short_after
-    return child
-
-
-def _resume(child: _Child, offset: float) -> None:
-    """Let a stopped zombie go on, its clock moved on to ``offset``."""
-    assert child.offset_path is not None
-    tmp = child.offset_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(repr(offset))
-    os.replace(tmp, child.offset_path)
-    child.stopped = False
-    child.resume_after = None
-    os.kill(child.pid, signal.SIGCONT)
-
-
-def _abandon(children: Sequence[_Child]) -> None:
-    """Kill and reap every child still there (the parent itself is failing)."""
-    for child in children:
-        if child.status is None:
-            with contextlib.suppress(OSError):
-                os.kill(child.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(child.pid, 0)
-            child.status = -1
-        if child.open:
-            os.close(child.fd)
-            child.open = False
-
-
-def _run_round(
-    carried: list[_Child],
-    specs: Sequence[tuple[int, WorkerSpec, _Zombie | None]],
-    kill: tuple[int, int] | None,
-    offset: float,
-    tally: _Tally,
-) -> tuple[list[int], list[_Child]]:
-    """Fork one worker per spec next to the carried zombies; watch, kill, reap.
-
-    Returns the workers that died by ``SIGKILL``, and the zombies that
-    stopped in this round (to be resumed in the next one).
-    """
-    children = list(carried)
-    try:
-        for worker, spec, zombie in specs:
-            children.append(_fork(worker, spec, children, zombie))
-        _watch(children, kill, offset, tally)
-    except BaseException:
-        _abandon(children)
-        raise
-    killed: list[int] = []
-    stopped: list[_Child] = []
-    for child in children:
-        if child.open and child.stopped:
-            stopped.append(child)
-            continue
-        status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
-        child.status = status
-        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
-            killed.append(child.worker)
-            tally.kills += 1
-            if child.fatal_at is not None:
-                tally.points[child.fatal_at] += 1
-            else:
-                tally.random_kills += 1
-        elif not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
-            tally.worker_errors += 1
-            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-            why = "raised" if code == EXIT_ERROR else f"ended with {code}"
-            tally.find(f"worker {child.worker} {why}")
-    return killed, stopped
-
-
-def _watch(
-    children: list[_Child], kill: tuple[int, int] | None, offset: float, tally: _Tally
-) -> None:
-    by_fd = {c.fd: c for c in children}
-    passes = 0
-    new = [c for c in children if c.resume_after is None and not c.stopped]
-    victim = None if kill is None or not new else new[kill[1] % len(new)]
-    while True:
-        for c in children:
-            if c.stopped and c.resume_after is not None and passes >= c.resume_after:
-                _resume(c, offset)
-        if not any(c.open and not c.stopped for c in children):
-            waiting = [c for c in children if c.stopped and c.resume_after is not None]
-            if not waiting:
-                return
-            for c in waiting:
-                _resume(c, offset)
-        ready, _, _ = select.select([c.fd for c in children if c.open], [], [])
-        for fd in ready:
-            passes += _consume(by_fd[fd], passes, tally)
-        if kill is not None and victim is not None and passes >= kill[0]:
-            if victim.open and victim.status is None:
-                os.kill(victim.pid, signal.SIGKILL)
-                victim.killed_by_parent = True
-                victim.stopped = False
-                victim.resume_after = None
-            victim = None
-
-
-def _consume(child: _Child, passes: int, tally: _Tally) -> int:
-    """Read what ``child`` reported (it has something); the number of passes in it."""
-    data = os.read(child.fd, 4096)
-    if not data:
-        os.close(child.fd)
-        child.open = False
-        child.stopped = False
-        return 0
-    seen = 0
-    for byte in data:
-        if byte == STOPPED:
-            _confirm_stop(child)
-            long = child.pauses.pop(0) if child.pauses else True
-            if child.stopped and not long:
-                tally.pauses += 1
-                child.resume_after = passes + seen + child.short_after
-            continue
-        point, fatal = decode(byte)
-        seen += 1
-        if fatal:
-            child.fatal_at = point
-    return seen
-
-
-def _confirm_stop(child: _Child) -> None:
-    """The child said it stops itself: wait until it has (or has died)."""
-    _, status = os.waitpid(child.pid, os.WUNTRACED)
-    if os.WIFSTOPPED(status):
-        child.stopped = True
-    else:
-        child.status = status  # killed meanwhile: reaped here, its pipe ends next
 
 
 # --- one schedule ----------------------------------------------------------------------
@@ -512,7 +328,7 @@ def _run_schedule(
     folder = tempfile.mkdtemp(prefix=f"chaos-{index}-", dir=root)
     refs = [f"intent-{i}" for i in range(intents)]
     calm = Faults(visibility_delay=plan.faults.visibility_delay)
-    carried: list[_Child] = []
+    carried: list[Child] = []
     try:
         with _world(folder, 0.0, plan.policy, calm, 0):
             pass  # create and migrate both files before any worker races for it
@@ -522,7 +338,7 @@ def _run_schedule(
         r = 0
         while True:
             chaos = r < plan.chaos_rounds
-            specs: list[tuple[int, WorkerSpec, _Zombie | None]] = []
+            specs: list[tuple[int, WorkerSpec, Zombie | None]] = []
             for w in running:
                 order = pending[:]
                 rng.shuffle(order)
@@ -541,7 +357,7 @@ def _run_schedule(
                     offset_path=os.path.join(folder, f"offset-{w}") if zombie else None,
                 )
                 specs.append((w, spec, zombie))
-            killed, carried = _run_round(carried, specs, kill if chaos else None, r * ROUND, tally)
+            killed, carried = run_round(carried, specs, kill if chaos else None, r * ROUND, tally)
             tally.rounds += 1
             r += 1
             for z in carried:
@@ -551,8 +367,8 @@ def _run_schedule(
                 if plan.zombie is not None and plan.zombie.early:
                     # Let it take one step (up to its next point) before the
                     # reconcile looks at what it left.
-                    _resume(z, r * ROUND)
-                    _consume(z, 0, tally)
+                    resume(z, r * ROUND)
+                    consume(z, 0, tally)
                 else:
                     z.resume_after = rng.randint(0, 4 * intents)
             chaos = r < plan.chaos_rounds
@@ -580,7 +396,7 @@ def _run_schedule(
                     last = fh.read().strip().splitlines()[-1:]
                 tally.find(f"schedule {index}: {name}: {' '.join(last)}")
     finally:
-        _abandon(carried)
+        abandon(carried)
         shutil.rmtree(folder, ignore_errors=True)
 
 

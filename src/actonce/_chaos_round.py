@@ -1,0 +1,221 @@
+"""One round of chaos workers, seen from the parent: fork, watch, kill, pause, reap.
+
+Each worker reports its crash-point passes through a pipe (see
+``_chaos_worker``). The parent counts them to time its random ``SIGKILL``,
+learns where an armed point killed a worker, and handles *zombies*: a worker
+that reported ``STOPPED`` has stopped itself (confirmed with
+``waitpid(WUNTRACED)``); a short pause is resumed within the round after a
+planned number of further passes (or once the others are done), a long one
+outlives the round and is handed back to the caller, to be resumed in the
+next round with its clock moved on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._chaos_worker import EXIT_ERROR, STOPPED, WorkerSpec, decode, run_worker
+
+__all__ = ["Child", "Stats", "Zombie", "abandon", "consume", "resume", "run_round"]
+
+_MAX_FINDINGS = 20
+
+
+@dataclass
+class Stats:
+    """What rounds count: kills, where they happened, pauses, worker errors."""
+
+    points: Counter[str] = field(default_factory=Counter)
+    kills: int = 0
+    random_kills: int = 0
+    pauses: int = 0
+    worker_errors: int = 0
+    findings: list[str] = field(default_factory=list)
+
+    def find(self, text: str) -> None:
+        """Note a problem (the first few are kept)."""
+        if len(self.findings) < _MAX_FINDINGS:
+            self.findings.append(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Zombie:
+    """Where one worker stops itself, and when the parent resumes it."""
+
+    worker: int
+    stops: tuple[tuple[str, int, bool], ...]  # (point, n-th pass since the last stop, long)
+    early: bool  # after a long pause: resumed before the next round's reconcile
+    short_after: int  # after a short pause: resumed once this many more passes were seen
+
+
+@dataclass
+class Child:
+    """The parent's handle on one worker process."""
+
+    worker: int
+    pid: int
+    fd: int
+    offset_path: str | None = None
+    open: bool = True  # its pipe is open: it has not ended
+    stopped: bool = False  # a zombie, stopped by itself
+    resume_after: int | None = None  # resume once this round has seen this many passes
+    pauses: list[bool] = field(default_factory=list)  # long or short, one per planned stop
+    short_after: int = 0
+    fatal_at: str | None = None
+    killed_by_parent: bool = False
+    status: int | None = None  # its wait status, once reaped
+
+
+def fork(worker: int, spec: WorkerSpec, others: Sequence[Child], zombie: Zombie | None) -> Child:
+    """Start one worker; the child closes the other workers' pipes it inherited."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+        os.close(rfd)
+        for other in others:
+            if other.open:
+                os.close(other.fd)
+        run_worker(spec, wfd)
+    os.close(wfd)
+    child = Child(worker, pid, rfd, offset_path=spec.offset_path)
+    if zombie is not None:
+        child.pauses = [long for _, _, long in zombie.stops]
+        child.short_after = zombie.short_after
+    return child
+
+
+def resume(child: Child, offset: float) -> None:
+    """Let a stopped zombie go on, its clock moved on to ``offset``."""
+    assert child.offset_path is not None
+    tmp = child.offset_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(repr(offset))
+    os.replace(tmp, child.offset_path)
+    child.stopped = False
+    child.resume_after = None
+    os.kill(child.pid, signal.SIGCONT)
+
+
+def abandon(children: Sequence[Child]) -> None:
+    """Kill and reap every child still there (the parent itself is failing)."""
+    for child in children:
+        if child.status is None:
+            with contextlib.suppress(OSError):
+                os.kill(child.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+            child.status = -1
+        if child.open:
+            os.close(child.fd)
+            child.open = False
+
+
+def run_round(
+    carried: list[Child],
+    specs: Sequence[tuple[int, WorkerSpec, Zombie | None]],
+    kill: tuple[int, int] | None,
+    offset: float,
+    stats: Stats,
+) -> tuple[list[int], list[Child]]:
+    """Fork one worker per spec next to the carried zombies; watch, kill, reap.
+
+    Returns the workers that died by ``SIGKILL``, and the zombies that
+    stopped in this round (to be resumed in the next one).
+    """
+    children = list(carried)
+    try:
+        for worker, spec, zombie in specs:
+            children.append(fork(worker, spec, children, zombie))
+        _watch(children, kill, offset, stats)
+    except BaseException:
+        abandon(children)
+        raise
+    killed: list[int] = []
+    stopped: list[Child] = []
+    for child in children:
+        if child.open and child.stopped:
+            stopped.append(child)
+            continue
+        status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
+        child.status = status
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+            killed.append(child.worker)
+            stats.kills += 1
+            if child.fatal_at is not None:
+                stats.points[child.fatal_at] += 1
+            else:
+                stats.random_kills += 1
+        elif not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            stats.worker_errors += 1
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+            why = "raised" if code == EXIT_ERROR else f"ended with {code}"
+            stats.find(f"worker {child.worker} {why}")
+    return killed, stopped
+
+
+def _watch(
+    children: list[Child], kill: tuple[int, int] | None, offset: float, stats: Stats
+) -> None:
+    by_fd = {c.fd: c for c in children}
+    passes = 0
+    new = [c for c in children if c.resume_after is None and not c.stopped]
+    victim = None if kill is None or not new else new[kill[1] % len(new)]
+    while True:
+        for c in children:
+            if c.stopped and c.resume_after is not None and passes >= c.resume_after:
+                resume(c, offset)
+        if not any(c.open and not c.stopped for c in children):
+            waiting = [c for c in children if c.stopped and c.resume_after is not None]
+            if not waiting:
+                return
+            for c in waiting:
+                resume(c, offset)
+        ready, _, _ = select.select([c.fd for c in children if c.open], [], [])
+        for fd in ready:
+            passes += consume(by_fd[fd], passes, stats)
+        if kill is not None and victim is not None and passes >= kill[0]:
+            if victim.open and victim.status is None:
+                os.kill(victim.pid, signal.SIGKILL)
+                victim.killed_by_parent = True
+                victim.stopped = False
+                victim.resume_after = None
+            victim = None
+
+
+def consume(child: Child, passes: int, stats: Stats) -> int:
+    """Read what ``child`` reported (it has something); the number of passes in it."""
+    data = os.read(child.fd, 4096)
+    if not data:
+        os.close(child.fd)
+        child.open = False
+        child.stopped = False
+        return 0
+    seen = 0
+    for byte in data:
+        if byte == STOPPED:
+            _confirm_stop(child)
+            long = child.pauses.pop(0) if child.pauses else True
+            if child.stopped and not long:
+                stats.pauses += 1
+                child.resume_after = passes + seen + child.short_after
+            continue
+        point, fatal = decode(byte)
+        seen += 1
+        if fatal:
+            child.fatal_at = point
+    return seen
+
+
+def _confirm_stop(child: Child) -> None:
+    """The child said it stops itself: wait until it has (or has died)."""
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        child.stopped = True
+    else:
+        child.status = status  # killed meanwhile: reaped here, its pipe ends next

@@ -354,7 +354,6 @@ def _run_schedule(
                     seed=rng.getrandbits(32),
                     arm=arms.get(w) if chaos else None,
                     stops=tuple((p, n) for p, n, _ in zombie.stops) if zombie else (),
-                    offset_path=os.path.join(folder, f"offset-{w}") if zombie else None,
                 )
                 specs.append((w, spec, zombie))
             killed, carried = run_round(carried, specs, kill if chaos else None, r * ROUND, tally)

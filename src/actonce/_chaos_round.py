@@ -18,7 +18,7 @@ import select
 import signal
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ._chaos_worker import EXIT_ERROR, STOPPED, WorkerSpec, decode, run_worker
 
@@ -61,7 +61,7 @@ class Child:
     worker: int
     pid: int
     fd: int
-    offset_path: str | None = None
+    resume_w: int | None = None  # a zombie's resume pipe (write end)
     open: bool = True  # its pipe is open: it has not ended
     stopped: bool = False  # a zombie, stopped by itself
     resume_after: int | None = None  # resume once this round has seen this many passes
@@ -73,32 +73,49 @@ class Child:
 
 
 def fork(worker: int, spec: WorkerSpec, others: Sequence[Child], zombie: Zombie | None) -> Child:
-    """Start one worker; the child closes the other workers' pipes it inherited."""
+    """Start one worker; the child closes the other workers' pipes it inherited.
+
+    A zombie also gets a resume pipe: after it stopped itself it waits there
+    for the parent's offset, so that a stray ``SIGCONT`` (the kernel sends one
+    to a stopped member of a newly orphaned process group) cannot resume it.
+    """
     rfd, wfd = os.pipe()
+    resume_r, resume_w = os.pipe() if zombie is not None else (None, None)
+    if resume_r is not None:
+        spec = replace(spec, resume_fd=resume_r)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
         os.close(rfd)
+        if resume_w is not None:
+            os.close(resume_w)
         for other in others:
-            if other.open:
-                os.close(other.fd)
+            _close(other)
         run_worker(spec, wfd)
     os.close(wfd)
-    child = Child(worker, pid, rfd, offset_path=spec.offset_path)
+    if resume_r is not None:
+        os.close(resume_r)
+    child = Child(worker, pid, rfd, resume_w=resume_w)
     if zombie is not None:
         child.pauses = [long for _, _, long in zombie.stops]
         child.short_after = zombie.short_after
     return child
 
 
+def _close(child: Child) -> None:
+    if child.open:
+        os.close(child.fd)
+        child.open = False
+    if child.resume_w is not None:
+        os.close(child.resume_w)
+        child.resume_w = None
+
+
 def resume(child: Child, offset: float) -> None:
     """Let a stopped zombie go on, its clock moved on to ``offset``."""
-    assert child.offset_path is not None
-    tmp = child.offset_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(repr(offset))
-    os.replace(tmp, child.offset_path)
+    assert child.resume_w is not None
     child.stopped = False
     child.resume_after = None
+    os.write(child.resume_w, f"{offset!r}\n".encode())
     os.kill(child.pid, signal.SIGCONT)
 
 
@@ -111,9 +128,7 @@ def abandon(children: Sequence[Child]) -> None:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(child.pid, 0)
             child.status = -1
-        if child.open:
-            os.close(child.fd)
-            child.open = False
+        _close(child)
 
 
 def run_round(
@@ -144,6 +159,7 @@ def run_round(
             continue
         status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
         child.status = status
+        _close(child)
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
             killed.append(child.worker)
             stats.kills += 1

@@ -9,8 +9,9 @@ stream to time its own random-moment ``SIGKILL`` and to know where a kill
 happened. A *zombie* stops itself (``SIGSTOP``) after reporting ``!``, at
 each of its ``stops`` in turn (the n-th pass of a point, counted from the
 previous stop); when the parent resumes it (``SIGCONT``), it first reads the
-parent's current offset from its offset file, as a real process finds the
-wall clock moved on after a pause. The child always ends
+parent's current offset from its resume pipe (waiting there if a stray
+``SIGCONT`` came first), as a real process finds the wall clock moved on
+after a pause. The child always ends
 with ``os._exit``: it must never return into the parent's code (a test
 runner, the CLI).
 """
@@ -62,7 +63,7 @@ class WorkerSpec:
     seed: int
     arm: tuple[str, int] | None = None
     stops: tuple[tuple[str, int], ...] = ()
-    offset_path: str | None = None
+    resume_fd: int | None = None  # a zombie's resume pipe: the parent writes the offset
 
 
 def run_worker(spec: WorkerSpec, wfd: int) -> None:
@@ -98,21 +99,31 @@ def _tap(spec: WorkerSpec, wfd: int, clock: SystemClock) -> None:
         n = passes[point] = passes.get(point, 0) + 1
         fatal = arm is not None and point == arm[0] and n == arm[1]
         os.write(wfd, _FATAL[point] if fatal else _PASS[point])
-        if stops and point == stops[0][0] and spec.offset_path:
+        if stops and point == stops[0][0] and spec.resume_fd is not None:
             k = since_stop[point] = since_stop.get(point, 0) + 1
             if k == stops[0][1]:
                 stops.pop(0)
                 since_stop.clear()
                 os.write(wfd, bytes([STOPPED]))
                 os.kill(os.getpid(), signal.SIGSTOP)
-                with open(spec.offset_path, encoding="utf-8") as fh:
-                    clock.offset = float(fh.read())
+                clock.offset = _read_offset(spec.resume_fd)
         real_hit(point)
 
     # The protocol driver and the fake provider look ``_crash.hit`` up at each
     # pass, so replacing the module attribute in this (forked) process taps
     # every point without touching the core.
     _crash.hit = hit
+
+
+def _read_offset(fd: int) -> float:
+    """Block until the parent resumes us for real: it writes the offset, a line."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(fd, 64)
+        if not chunk:
+            raise RuntimeError("the parent closed the resume pipe")
+        line += chunk
+    return float(line)
 
 
 def _work(spec: WorkerSpec, clock: SystemClock) -> None:

@@ -179,6 +179,24 @@ class _Base:
             run_id=f"reconcile-{uuid.uuid4().hex[:12]}",
         )
 
+    def _triage(
+        self, records: list[EffectRecord]
+    ) -> tuple[list[tuple[Plan, EffectRecord, _Callables]], int, list[str]]:
+        """Split open effects into work for reconcile, live ones and unverifiable ones."""
+        work: list[tuple[Plan, EffectRecord, _Callables]] = []
+        live, missing = 0, []
+        for record in records:
+            if not needs_reconcile(record, self.clock.now()):
+                live += 1
+                continue
+            entry = self.registry.get(record.kind)
+            if entry is None:
+                missing.append(record.key)
+                continue
+            fns = _Callables(verify=functools.partial(entry.verify, record))
+            work.append((self._reconcile_plan(record, entry.policy), record, fns))
+        return work, live, missing
+
     def _resolution(
         self,
         record: EffectRecord,
@@ -453,19 +471,9 @@ class Ledger(_Base):
         self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None
     ) -> ReconcileReport:
         """Verify every unfinished effect and move it on (never performs)."""
+        work, live, missing = self._triage(self.store.open_effects(limit))
         results: builtins.list[RunResult] = []
-        missing: builtins.list[str] = []
-        live = 0
-        for record in self.store.open_effects(limit):
-            if not needs_reconcile(record, self.clock.now()):
-                live += 1
-                continue
-            entry = self.registry.get(record.kind)
-            if entry is None:
-                missing.append(record.key)
-                continue
-            plan = self._reconcile_plan(record, entry.policy)
-            fns = _Callables(verify=functools.partial(entry.verify, record))
+        for plan, record, fns in work:
             result = _drive(reconcile_effect(plan, record), self.store, fns, self.clock, record.key)
             results.append(result)
             if progress:
@@ -583,22 +591,11 @@ class AsyncLedger(_Base):
         self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None
     ) -> ReconcileReport:
         """Verify every unfinished effect and move it on (never performs)."""
+        work, live, missing = self._triage(await self._call(Call("open_effects", (limit,))))
         results: builtins.list[RunResult] = []
-        missing: builtins.list[str] = []
-        live = 0
-        for record in await self._call(Call("open_effects", (limit,))):
-            if not needs_reconcile(record, self.clock.now()):
-                live += 1
-                continue
-            entry = self.registry.get(record.kind)
-            if entry is None:
-                missing.append(record.key)
-                continue
-            plan = self._reconcile_plan(record, entry.policy)
-            fns = _Callables(verify=functools.partial(entry.verify, record))
-            result = await _adrive(
-                reconcile_effect(plan, record), self._call, fns, self.clock, record.key
-            )
+        for plan, record, fns in work:
+            steps = reconcile_effect(plan, record)
+            result = await _adrive(steps, self._call, fns, self.clock, record.key)
             results.append(result)
             if progress:
                 progress(result)

@@ -56,14 +56,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _crash
+from . import _chaos_pg, _crash
+from ._chaos_plan import Plan as _Plan
+from ._chaos_plan import plan as _plan
+from ._chaos_report import ChaosReport
 from ._chaos_round import Child, Stats, Zombie, abandon, consume, resume, run_round
 from ._chaos_worker import WorkerSpec
 from ._clock import SystemClock
 from ._errors import LedgerError
 from ._keys import effect_key
 from ._ledger import Ledger
-from ._model import OPEN_STATUSES, Policy, Status
+from ._model import OPEN_STATUSES, EventType, Policy, Status
 from ._registry import Registry
 from .testing import FakeProvider, Faults
 
@@ -73,188 +76,6 @@ __all__ = ["ChaosReport", "main", "run_campaign"]
 ROUND = 10_000.0
 #: Statuses that end the work on an intent (in review counts as resolved).
 _RESOLVED = frozenset({Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED})
-
-
-@dataclass(frozen=True, slots=True)
-class ChaosReport:
-    """The figures of one campaign.
-
-    Attributes:
-        backend: the ledger backend (``sqlite``).
-        schedules: how many schedules ran.
-        intents: how many intents in total (``schedules * intents``).
-        workers: worker processes per schedule (first round).
-        seed: the campaign seed.
-        duplicates: intents with more than one accepted effect.
-        lost: intents with no honest final account.
-        unresolved: effects left claimed, executing or unknown.
-        inconsistent: ledger records contradicted by the ground truth.
-        crash_points_hit: point -> kills that happened at that armed point.
-        kills: every ``SIGKILL`` that ended a worker.
-        random_kills: kills sent by the parent at a random moment.
-        zombies: workers stopped (SIGSTOP) through the end of their round and
-            resumed after the next one had begun, their clock moved on.
-        pauses: shorter stops, resumed within the round (clock unchanged).
-        worker_errors: workers that ended with an unexpected exception.
-        statuses: final ledger status -> number of intents.
-        rounds: worker rounds run, all schedules together.
-        accepted: effects the provider accepted, all schedules together.
-        wall_s: wall-clock seconds.
-        findings: the first few problems, each naming its schedule.
-    """
-
-    backend: str
-    schedules: int
-    intents: int
-    workers: int
-    seed: int
-    duplicates: int
-    lost: int
-    unresolved: int
-    inconsistent: int
-    crash_points_hit: dict[str, int]
-    kills: int
-    random_kills: int
-    zombies: int
-    pauses: int
-    worker_errors: int
-    statuses: dict[str, int]
-    rounds: int
-    accepted: int
-    wall_s: float
-    findings: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """True when no duplicate, loss, lie or worker error was found."""
-        return not (self.duplicates or self.lost or self.inconsistent or self.worker_errors)
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as a JSON-able dict."""
-        return {
-            "backend": self.backend,
-            "schedules": self.schedules,
-            "intents": self.intents,
-            "workers": self.workers,
-            "seed": self.seed,
-            "duplicates": self.duplicates,
-            "lost": self.lost,
-            "unresolved": self.unresolved,
-            "inconsistent": self.inconsistent,
-            "crash_points_hit": dict(self.crash_points_hit),
-            "kills": self.kills,
-            "random_kills": self.random_kills,
-            "zombies": self.zombies,
-            "pauses": self.pauses,
-            "worker_errors": self.worker_errors,
-            "statuses": dict(self.statuses),
-            "rounds": self.rounds,
-            "accepted": self.accepted,
-            "wall_s": round(self.wall_s, 3),
-            "ok": self.ok,
-            "findings": list(self.findings),
-        }
-
-    def summary(self) -> str:
-        """A few human lines."""
-        points = ", ".join(f"{p} {n}" for p, n in self.crash_points_hit.items())
-        statuses = ", ".join(f"{s} {n}" for s, n in sorted(self.statuses.items()))
-        lines = [
-            f"chaos on {self.backend}: {self.schedules} schedules, {self.intents} intents, "
-            f"{self.workers} workers, seed {self.seed}, {self.wall_s:.1f}s",
-            f"duplicates {self.duplicates}, lost {self.lost}, unresolved {self.unresolved}, "
-            f"inconsistent {self.inconsistent}, worker errors {self.worker_errors}",
-            f"kills {self.kills} ({self.random_kills} at random moments), zombies "
-            f"{self.zombies}, short pauses {self.pauses}; kills at points: {points}",
-            f"final statuses: {statuses}; accepted effects {self.accepted}; rounds {self.rounds}",
-        ]
-        lines += [f"  ! {f}" for f in self.findings]
-        lines.append("OK" if self.ok else "FAILED")
-        return "\n".join(lines)
-
-
-# --- the plan of one schedule -------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    policy: Policy
-    faults: Faults
-    arms: dict[int, tuple[str, int]]
-    kill: tuple[int, int] | None  # (after this many point passes, victim worker)
-    zombie: Zombie | None
-    chaos_rounds: int
-
-
-_FOREVER = 1 << 60
-
-
-def _plan(rng: random.Random, workers: int, intents: int) -> _Plan:
-    authoritative = rng.random() < 0.5
-    settle = rng.choice([0.0, 0.001, 0.05, 5.0, 30.0])
-    if authoritative:
-        # Authoritative absence is the user's promise that a result shows up
-        # within the settle window; keep the fake world honest to it, with a
-        # margin far larger than the time between the mark and the perform.
-        delay = rng.choice([0.0, settle / 2]) if settle >= 5 else 0.0
-    else:
-        delay = rng.choice([0.0, 0.0, 0.01, 1.0, 60.0])
-    policy = Policy(
-        settle_seconds=settle,
-        absence_authoritative=authoritative,
-        verify_attempts=rng.randint(1, 4),
-        verify_backoff=0.0005,
-        verify_backoff_max=0.002,
-        lease_seconds=rng.choice([30.0, 60.0, 600.0]),
-        verify_after_claim=rng.random() < 0.5,
-    )
-    faults = Faults(
-        lose_response=rng.choice([0.0, 0.0, 0.2, 0.5]),
-        fail_before_commit=rng.choice([0.0, 0.0, 0.2, 0.5]),
-        unavailable=rng.choice([0.0, 0.0, 0.1, 0.3]),
-        visibility_delay=delay,
-    )
-    arms = {}
-    for w in rng.sample(range(workers), k=min(workers, rng.choice([0, 1, 1, 1, 2]))):
-        arms[w] = (rng.choice(_crash.POINTS), rng.randint(1, max(1, min(3, intents))))
-    kill = None
-    if rng.random() < 0.5:
-        kill = (rng.randint(1, 6 * intents), rng.randrange(workers))
-    zombie = None
-    if rng.random() < 0.5:
-        zombie = _zombie(rng, workers, policy)
-    return _Plan(policy, faults, arms, kill, zombie, chaos_rounds=rng.randint(1, 3))
-
-
-def _zombie(rng: random.Random, workers: int, policy: Policy) -> Zombie:
-    """Where a worker pauses: long (past its lease, into the next round) or short.
-
-    Every point is fair game: a pause past the lease before the mark must be
-    fenced by the claim's token, and one after the mark by the owner's lease
-    check right before its perform. (Only a pause between that check and the
-    perform's first byte is out of reach: no point lies there, and only
-    provider-side idempotency could fence it.)
-    """
-    # A direct claim is the executing mark itself: the perform comes next.
-    mark = "after_mark_executing" if policy.verify_after_claim else "after_claim"
-    stops: list[tuple[str, int, bool]] = []
-    if rng.random() < 0.7:
-        # Half of the long pauses fall before the mark.
-        split = _crash.POINTS.index(mark)
-        before, after = _crash.POINTS[:split], _crash.POINTS[split:]
-        point = rng.choice(before if rng.random() < 0.5 else after)
-        stops.append((point, rng.choice([1, 1, 1, 2]), True))
-        if point in before and rng.random() < 0.8:
-            # Resumed past its lease, it writes its mark, then pauses briefly
-            # before the perform: a mark stamped with a stale time would look
-            # orphaned to the others during that short pause.
-            stops.append((mark, 1, False))
-    else:
-        # A pause shorter than the lease is safe anywhere.
-        stops.append((rng.choice(_crash.POINTS), rng.randint(1, 2), False))
-    # A short pause ends after a few more passes, or once the others are done.
-    short_after = rng.choice([rng.randint(0, 12), _FOREVER])
-    return Zombie(rng.randrange(workers), tuple(stops), rng.random() < 0.5, short_after)
 
 
 @dataclass
@@ -267,6 +88,8 @@ class _Tally(Stats):
     statuses: Counter[str] = field(default_factory=Counter)
     rounds: int = 0
     accepted: int = 0
+    unmarked: int = 0
+    connection_kills: int = 0
 
 
 # --- one schedule ----------------------------------------------------------------------
@@ -278,20 +101,45 @@ def _key(ref: str) -> str:
     ).value
 
 
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Where one schedule keeps its files, and its PostgreSQL ledger (if any)."""
+
+    folder: str
+    conninfo: str | None = None
+    schema: str | None = None
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+
 @contextlib.contextmanager
 def _world(
-    folder: str, offset: float, policy: Policy, faults: Faults, seed: int
+    where: _Where, offset: float, policy: Policy, faults: Faults, seed: int
 ) -> Iterator[tuple[Ledger, FakeProvider]]:
-    """The parent's view for one step: ledger and provider under one clock."""
-    from ._sqlite import SQLiteStore
+    """The parent's view for one step: ledger and provider under one clock.
 
+    Never open while workers are forked: a child must not inherit the
+    parent's ledger connection.
+    """
     clock = SystemClock(offset=offset)
-    provider = FakeProvider(
-        os.path.join(folder, "provider.db"), faults=faults, clock=clock, seed=seed
-    )
+    provider = FakeProvider(where.file("provider.db"), faults=faults, clock=clock, seed=seed)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
-    ledger = Ledger(SQLiteStore(os.path.join(folder, "ledger.db")), clock=clock, registry=registry)
+    try:
+        if where.conninfo is None:
+            from ._sqlite import SQLiteStore
+
+            store: Any = SQLiteStore(where.file("ledger.db"))
+        else:
+            assert where.schema is not None
+            store = _chaos_pg.open_store(
+                where.conninfo, where.schema, _chaos_pg.app_name(where.schema, _chaos_pg.PARENT)
+            )
+    except BaseException:
+        provider.close()
+        raise
+    ledger = Ledger(store, clock=clock, registry=registry)
     try:
         yield ledger, provider
     finally:
@@ -314,6 +162,32 @@ def _reconcile(ledger: Ledger) -> None:
         ledger.reconcile()
 
 
+def _strikes(
+    krng: random.Random | None, conninfo: str | None, pending: int, running: int
+) -> _chaos_pg.Killer | None:
+    """The connection killer of one chaotic round: 1-3 strikes at random pass counts."""
+    if krng is None or conninfo is None or not running or krng.random() < 0.2:
+        return None
+    top = 3 * pending * running + 1
+    return _chaos_pg.Killer(
+        conninfo, [krng.randint(1, top) for _ in range(krng.randint(1, 3))], krng
+    )
+
+
+@contextlib.contextmanager
+def _place(index: int, root: str, conninfo: str | None) -> Iterator[_Where]:
+    """The schedule's folder (and schema), removed (dropped) however the schedule ends."""
+    folder = tempfile.mkdtemp(prefix=f"chaos-{index}-", dir=root)
+    try:
+        if conninfo is None:
+            yield _Where(folder)
+        else:
+            with _chaos_pg.schedule_schema(conninfo, index) as schema:
+                yield _Where(folder, conninfo, schema)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _run_schedule(
     index: int,
     rng: random.Random,
@@ -323,80 +197,110 @@ def _run_schedule(
     root: str,
     max_rounds: int,
     tally: _Tally,
+    conninfo: str | None = None,
+    krng: random.Random | None = None,
 ) -> None:
     plan = _plan(rng, workers, intents)
-    folder = tempfile.mkdtemp(prefix=f"chaos-{index}-", dir=root)
     refs = [f"intent-{i}" for i in range(intents)]
     calm = Faults(visibility_delay=plan.faults.visibility_delay)
     carried: list[Child] = []
-    try:
-        with _world(folder, 0.0, plan.policy, calm, 0):
-            pass  # create and migrate both files before any worker races for it
-        running = list(range(workers))
-        arms, kill = plan.arms, plan.kill
-        pending = refs
-        r = 0
-        while True:
-            chaos = r < plan.chaos_rounds
-            specs: list[tuple[int, WorkerSpec, Zombie | None]] = []
-            for w in running:
-                order = pending[:]
-                rng.shuffle(order)
-                zombie = plan.zombie if r == 0 and plan.zombie and plan.zombie.worker == w else None
-                spec = WorkerSpec(
-                    ledger_path=os.path.join(folder, "ledger.db"),
-                    provider_path=os.path.join(folder, "provider.db"),
-                    error_path=os.path.join(folder, f"worker-{w}.err"),
-                    offset=r * ROUND,
-                    refs=tuple(order),
-                    policy=plan.policy,
-                    faults=plan.faults if chaos else calm,
-                    seed=rng.getrandbits(32),
-                    arm=arms.get(w) if chaos else None,
-                    stops=tuple((p, n) for p, n, _ in zombie.stops) if zombie else (),
-                )
-                specs.append((w, spec, zombie))
-            killed, carried = run_round(carried, specs, kill if chaos else None, r * ROUND, tally)
-            tally.rounds += 1
-            r += 1
-            for z in carried:
-                # Stopped through the end of its round: when it goes on, the
-                # others' clocks have moved on, and so has its own.
-                tally.zombies += 1
-                if plan.zombie is not None and plan.zombie.early:
-                    # Let it take one step (up to its next point) before the
-                    # reconcile looks at what it left.
-                    resume(z, r * ROUND)
-                    consume(z, 0, tally)
-                else:
-                    z.resume_after = rng.randint(0, 4 * intents)
-            chaos = r < plan.chaos_rounds
-            faults = Faults(unavailable=plan.faults.unavailable) if chaos else Faults()
-            with _world(folder, r * ROUND, plan.policy, faults, rng.getrandbits(32)) as (ledger, _):
-                _reconcile(ledger)
-                pending = _pending(ledger, refs)
-            if not carried and (not pending or r >= max_rounds):
-                break
-            running = [] if r >= max_rounds else (killed or list(range(workers)))
-            arms = {}
-            kill = None
-            if chaos:
-                for w in running:
-                    if rng.random() < 0.3:
-                        arms[w] = (rng.choice(_crash.POINTS), rng.randint(1, 2))
-                if running and rng.random() < 0.3:
-                    kill = (rng.randint(1, 4 * len(pending) + 1), rng.randrange(len(running)))
-        with _world(folder, (r + 1) * ROUND, plan.policy, Faults(), 0) as (ledger, provider):
+    with _place(index, root, conninfo) as where:
+        try:
+            _rounds(index, rng, plan, where, refs, calm, workers, max_rounds, tally, carried, krng)
+        finally:
+            abandon(carried)
+
+
+def _rounds(
+    index: int,
+    rng: random.Random,
+    plan: _Plan,
+    where: _Where,
+    refs: list[str],
+    calm: Faults,
+    workers: int,
+    max_rounds: int,
+    tally: _Tally,
+    carried: list[Child],
+    krng: random.Random | None,
+) -> None:
+    intents = len(refs)
+    with _world(where, 0.0, plan.policy, calm, 0):
+        pass  # create and migrate both ledgers before any worker races for them
+    running = list(range(workers))
+    arms, kill = plan.arms, plan.kill
+    pending = refs
+    r = 0
+    while True:
+        chaos = r < plan.chaos_rounds
+        specs: list[tuple[int, WorkerSpec, Zombie | None]] = []
+        for w in running:
+            order = pending[:]
+            rng.shuffle(order)
+            zombie = plan.zombie if r == 0 and plan.zombie and plan.zombie.worker == w else None
+            spec = WorkerSpec(
+                ledger_path=where.file("ledger.db"),
+                provider_path=where.file("provider.db"),
+                error_path=where.file(f"worker-{w}.err"),
+                offset=r * ROUND,
+                refs=tuple(order),
+                policy=plan.policy,
+                faults=plan.faults if chaos else calm,
+                seed=rng.getrandbits(32),
+                arm=arms.get(w) if chaos else None,
+                stops=tuple((p, n) for p, n, _ in zombie.stops) if zombie else (),
+                conninfo=where.conninfo,
+                schema=where.schema,
+                app_name=_chaos_pg.app_name(where.schema, f"w{w}r{r}") if where.schema else None,
+            )
+            specs.append((w, spec, zombie))
+        killer = _strikes(krng, where.conninfo, len(pending), len(running)) if chaos else None
+        try:
+            killed, after = run_round(
+                carried, specs, kill if chaos else None, r * ROUND, tally, killer
+            )
+        finally:
+            if killer is not None:
+                tally.connection_kills += killer.kills
+                killer.close()
+        carried[:] = after
+        tally.rounds += 1
+        r += 1
+        for z in carried:
+            # Stopped through the end of its round: when it goes on, the
+            # others' clocks have moved on, and so has its own.
+            tally.zombies += 1
+            if plan.zombie is not None and plan.zombie.early:
+                # Let it take one step (up to its next point) before the
+                # reconcile looks at what it left.
+                resume(z, r * ROUND)
+                consume(z, 0, tally)
+            else:
+                z.resume_after = rng.randint(0, 4 * intents)
+        chaos = r < plan.chaos_rounds
+        faults = Faults(unavailable=plan.faults.unavailable) if chaos else Faults()
+        with _world(where, r * ROUND, plan.policy, faults, rng.getrandbits(32)) as (ledger, _):
             _reconcile(ledger)
-            _judge(index, ledger, provider, refs, tally)
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".err"):
-                with open(os.path.join(folder, name), encoding="utf-8") as fh:
-                    last = fh.read().strip().splitlines()[-1:]
-                tally.find(f"schedule {index}: {name}: {' '.join(last)}")
-    finally:
-        abandon(carried)
-        shutil.rmtree(folder, ignore_errors=True)
+            pending = _pending(ledger, refs)
+        if not carried and (not pending or r >= max_rounds):
+            break
+        running = [] if r >= max_rounds else (killed or list(range(workers)))
+        arms = {}
+        kill = None
+        if chaos:
+            for w in running:
+                if rng.random() < 0.3:
+                    arms[w] = (rng.choice(_crash.POINTS), rng.randint(1, 2))
+            if running and rng.random() < 0.3:
+                kill = (rng.randint(1, 4 * len(pending) + 1), rng.randrange(len(running)))
+    with _world(where, (r + 1) * ROUND, plan.policy, Faults(), 0) as (ledger, provider):
+        _reconcile(ledger)
+        _judge(index, ledger, provider, refs, tally)
+    for name in sorted(os.listdir(where.folder)):
+        if name.endswith(".err"):
+            with open(where.file(name), encoding="utf-8") as fh:
+                last = fh.read().strip().splitlines()[-1:]
+            tally.find(f"schedule {index}: {name}: {' '.join(last)}")
 
 
 def _judge(
@@ -412,6 +316,12 @@ def _judge(
         if n > 1:
             tally.duplicates += 1
             tally.find(f"schedule {index}: {ref} accepted {n} times (ledger: {status})")
+        events = ledger.events(_key(ref)) if n and record is not None else []
+        if n > sum(1 for e in events if e.type == EventType.EXECUTING):
+            # Marker first: every perform the provider saw follows its own
+            # committed executing mark.
+            tally.unmarked += 1
+            tally.find(f"schedule {index}: {ref} accepted {n} times, fewer executing marks")
         if status is Status.CONFIRMED and n == 0:
             tally.inconsistent += 1
             tally.find(f"schedule {index}: {ref} confirmed in the ledger, absent at the provider")
@@ -455,12 +365,16 @@ def run_campaign(
     first: int = 0,
     max_rounds: int = 8,
     tmp_dir: str | None = None,
+    terminate_connections: bool = False,
 ) -> ChaosReport:
     """Run ``schedules`` chaos schedules and compare the ledger with the ground truth.
 
     Args:
-        backend: ``sqlite`` (``postgres`` is not implemented yet).
-        dsn: the PostgreSQL DSN, for ``backend="postgres"``.
+        backend: ``sqlite`` or ``postgres``.
+        dsn: the PostgreSQL DSN, for ``backend="postgres"`` (default: a
+            ``postgresql://`` URL in ``$ACTONCE_TEST_POSTGRES_DSN`` or
+            ``$ACTONCE_LEDGER``). Each schedule gets its own schema,
+            ``actonce_chaos_<pid>_<i>``, dropped when it ends.
         schedules: how many schedules to run.
         workers: worker processes per schedule.
         intents: intents per schedule.
@@ -471,15 +385,17 @@ def run_campaign(
         max_rounds: the round budget of one schedule.
         tmp_dir: where the schedules' folders go (default: ``/dev/shm`` when
             writable, else the system's temp folder).
+        terminate_connections: PostgreSQL only: in chaotic rounds, the
+            parent terminates random workers' connections
+            (``pg_terminate_backend``) at random pass counts.
 
     Raises:
-        ValueError: a count is out of range or the backend is unknown.
-        NotImplementedError: ``backend="postgres"``.
+        ValueError: a count is out of range, the backend is unknown, no DSN
+            for PostgreSQL, or connection terminations asked for on SQLite.
+        LedgerUnavailable: the PostgreSQL server cannot be reached.
     """
     if backend not in ("sqlite", "postgres"):
         raise ValueError(f"unknown backend {backend!r}; use sqlite or postgres")
-    if backend == "postgres":
-        raise NotImplementedError(f"chaos on PostgreSQL is not implemented yet (dsn {dsn!r})")
     for name, value, low in (
         ("schedules", schedules, 1),
         ("workers", workers, 1),
@@ -491,25 +407,41 @@ def run_campaign(
             raise ValueError(f"{name} must be at least {low}, not {value}")
     if workers > 64 or intents > 10_000:
         raise ValueError("at most 64 workers and 10000 intents per schedule")
+    if terminate_connections and backend != "postgres":
+        raise ValueError("terminating connections needs --backend postgres")
+    conninfo = None
+    if backend == "postgres":
+        conninfo = _chaos_pg.base_conninfo(_chaos_pg.resolve_dsn(dsn))
     # A crash point armed in this (parent) process, e.g. by ACTONCE_CRASH_AT,
     # would kill the campaign itself during reconcile; workers arm their own.
     _crash.disarm()
     root = tmp_dir or _temp_root()
     tally = _Tally()
     started = time.monotonic()
-    for i in range(first, first + schedules):
-        rng = random.Random(f"actonce-chaos:{seed}:{i}")
-        _run_schedule(
-            i,
-            rng,
-            workers=workers,
-            intents=intents,
-            root=root,
-            max_rounds=max_rounds,
-            tally=tally,
-        )
-        if progress:
-            progress(i - first + 1, schedules)
+    try:
+        for i in range(first, first + schedules):
+            rng = random.Random(f"actonce-chaos:{seed}:{i}")
+            # Its own stream: the plan is the same with or without terminations.
+            krng = random.Random(f"actonce-chaos-terminate:{seed}:{i}")
+            _run_schedule(
+                i,
+                rng,
+                workers=workers,
+                intents=intents,
+                root=root,
+                max_rounds=max_rounds,
+                tally=tally,
+                conninfo=conninfo,
+                krng=krng if terminate_connections else None,
+            )
+            if progress:
+                progress(i - first + 1, schedules)
+    finally:
+        if conninfo is not None:
+            # Each schedule drops its own schema; this catches one whose drop
+            # was itself interrupted.
+            with contextlib.suppress(Exception):
+                _chaos_pg.drop_leftovers(conninfo)
     return ChaosReport(
         backend=backend,
         schedules=schedules,
@@ -531,6 +463,10 @@ def run_campaign(
         accepted=tally.accepted,
         wall_s=time.monotonic() - started,
         findings=tuple(tally.findings),
+        unmarked=tally.unmarked,
+        connection_kills=tally.connection_kills,
+        ledger_errors=tally.ledger_errors,
+        outcome_unknown=tally.outcome_unknown,
     )
 
 
@@ -544,7 +480,18 @@ def _parser() -> argparse.ArgumentParser:
         "faults; compare the ledger with the provider's ground truth.",
     )
     p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
-    p.add_argument("--dsn", default=None, help="PostgreSQL DSN (backend postgres)")
+    p.add_argument(
+        "--dsn",
+        default=None,
+        help="PostgreSQL DSN (backend postgres; default $ACTONCE_TEST_POSTGRES_DSN "
+        "or $ACTONCE_LEDGER when a postgresql:// URL)",
+    )
+    p.add_argument(
+        "--terminate-connections",
+        action="store_true",
+        help="PostgreSQL: terminate random workers' connections (pg_terminate_backend) "
+        "at random moments",
+    )
     p.add_argument("--schedules", type=int, default=200)
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--intents", type=int, default=5)
@@ -592,8 +539,9 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             first=args.first,
             progress=_progress_printer(),
+            terminate_connections=args.terminate_connections,
         )
-    except (ValueError, NotImplementedError) as exc:
+    except (ValueError, LedgerError) as exc:
         print(f"actonce chaos: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

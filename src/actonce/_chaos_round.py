@@ -7,7 +7,10 @@ that reported ``STOPPED`` has stopped itself (confirmed with
 ``waitpid(WUNTRACED)``); a short pause is resumed within the round after a
 planned number of further passes (or once the others are done), a long one
 outlives the round and is handed back to the caller, to be resumed in the
-next round with its clock moved on.
+next round with its clock moved on. On PostgreSQL a :class:`Killer` (see
+``_chaos_pg``) may terminate a random worker's connection whenever the
+passes seen reach one of its planned counts; a worker reports every
+``LedgerError`` it then gets (``LEDGER_UNKNOWN``, ``LEDGER_ERROR``).
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ import signal
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from ._chaos_worker import EXIT_ERROR, STOPPED, WorkerSpec, decode, run_worker
+from ._chaos_worker import (
+    EXIT_ERROR,
+    LEDGER_ERROR,
+    LEDGER_UNKNOWN,
+    STOPPED,
+    WorkerSpec,
+    decode,
+    run_worker,
+)
 
-__all__ = ["Child", "Stats", "Zombie", "abandon", "consume", "resume", "run_round"]
+__all__ = ["Child", "Stats", "Striker", "Zombie", "abandon", "consume", "resume", "run_round"]
 
 _MAX_FINDINGS = 20
 
@@ -36,6 +48,8 @@ class Stats:
     random_kills: int = 0
     pauses: int = 0
     worker_errors: int = 0
+    ledger_errors: int = 0
+    outcome_unknown: int = 0
     findings: list[str] = field(default_factory=list)
 
     def find(self, text: str) -> None:
@@ -70,6 +84,13 @@ class Child:
     fatal_at: str | None = None
     killed_by_parent: bool = False
     status: int | None = None  # its wait status, once reaped
+    app: str | None = None  # its database connection's application_name (PostgreSQL)
+
+
+class Striker(Protocol):
+    """Strikes at the workers' connections as the passes seen grow (``_chaos_pg.Killer``)."""
+
+    def step(self, passes: int, children: Sequence[Child]) -> None: ...
 
 
 def fork(worker: int, spec: WorkerSpec, others: Sequence[Child], zombie: Zombie | None) -> Child:
@@ -80,6 +101,7 @@ def fork(worker: int, spec: WorkerSpec, others: Sequence[Child], zombie: Zombie 
     to a stopped member of a newly orphaned process group) cannot resume it.
     """
     rfd, wfd = os.pipe()
+    spec = replace(spec, report_fd=wfd)
     resume_r, resume_w = os.pipe() if zombie is not None else (None, None)
     if resume_r is not None:
         spec = replace(spec, resume_fd=resume_r)
@@ -94,7 +116,7 @@ def fork(worker: int, spec: WorkerSpec, others: Sequence[Child], zombie: Zombie 
     os.close(wfd)
     if resume_r is not None:
         os.close(resume_r)
-    child = Child(worker, pid, rfd, resume_w=resume_w)
+    child = Child(worker, pid, rfd, resume_w=resume_w, app=spec.app_name)
     if zombie is not None:
         child.pauses = [long for _, _, long in zombie.stops]
         child.short_after = zombie.short_after
@@ -137,6 +159,7 @@ def run_round(
     kill: tuple[int, int] | None,
     offset: float,
     stats: Stats,
+    striker: Striker | None = None,
 ) -> tuple[list[int], list[Child]]:
     """Fork one worker per spec next to the carried zombies; watch, kill, reap.
 
@@ -147,7 +170,7 @@ def run_round(
     try:
         for worker, spec, zombie in specs:
             children.append(fork(worker, spec, children, zombie))
-        _watch(children, kill, offset, stats)
+        _watch(children, kill, offset, stats, striker)
     except BaseException:
         abandon(children)
         raise
@@ -176,7 +199,11 @@ def run_round(
 
 
 def _watch(
-    children: list[Child], kill: tuple[int, int] | None, offset: float, stats: Stats
+    children: list[Child],
+    kill: tuple[int, int] | None,
+    offset: float,
+    stats: Stats,
+    striker: Striker | None,
 ) -> None:
     by_fd = {c.fd: c for c in children}
     passes = 0
@@ -195,6 +222,8 @@ def _watch(
         ready, _, _ = select.select([c.fd for c in children if c.open], [], [])
         for fd in ready:
             passes += consume(by_fd[fd], passes, stats)
+        if striker is not None:
+            striker.step(passes, children)
         if kill is not None and victim is not None and passes >= kill[0]:
             if victim.open and victim.status is None:
                 os.kill(victim.pid, signal.SIGKILL)
@@ -220,6 +249,10 @@ def consume(child: Child, passes: int, stats: Stats) -> int:
             if child.stopped and not long:
                 stats.pauses += 1
                 child.resume_after = passes + seen + child.short_after
+            continue
+        if byte in (LEDGER_ERROR, LEDGER_UNKNOWN):
+            stats.ledger_errors += 1
+            stats.outcome_unknown += byte == LEDGER_UNKNOWN
             continue
         point, fatal = decode(byte)
         seen += 1

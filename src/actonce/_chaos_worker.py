@@ -14,24 +14,34 @@ parent's current offset from its resume pipe (waiting there if a stray
 after a pause. The child always ends
 with ``os._exit``: it must never return into the parent's code (a test
 runner, the CLI).
+
+On PostgreSQL (``spec.conninfo``) the worker opens its own store after the
+fork, one connection named ``spec.app_name``. When the parent terminates
+that connection, the store raises ``LedgerOutcomeUnknown`` (a write) or
+``LedgerUnavailable``; the protocol has performed nothing after the failed
+write. The worker reports ``?`` (outcome unknown) or ``~``, closes the store, opens a new one and goes
+on with its next intent (the one it was on stays pending for the next
+round); after three failed opens in a row it ends, to be restarted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 from . import _crash
 from ._clock import SystemClock
-from ._errors import LedgerError
+from ._errors import LedgerError, LedgerOutcomeUnknown
 from ._ledger import Ledger
 from ._model import Policy
 from ._registry import Registry
 from .testing import FakeProvider, Faults
 
-__all__ = ["STOPPED", "WorkerSpec", "decode", "run_worker"]
+__all__ = ["LEDGER_ERROR", "LEDGER_UNKNOWN", "STOPPED", "WorkerSpec", "decode", "run_worker"]
 
 #: Exit code of a worker that hit an unexpected exception (a finding).
 EXIT_ERROR = 3
@@ -40,6 +50,10 @@ _PASS = {name: bytes([ord("a") + i]) for i, name in enumerate(_crash.POINTS)}
 _FATAL = {name: bytes([ord("A") + i]) for i, name in enumerate(_crash.POINTS)}
 #: The byte a zombie reports right before it stops itself.
 STOPPED = ord("!")
+#: The bytes a worker reports for each ``LedgerError`` its store raised:
+#: ``LedgerOutcomeUnknown`` (a write that may have committed), any other.
+LEDGER_UNKNOWN = ord("?")
+LEDGER_ERROR = ord("~")
 
 
 def decode(byte: int) -> tuple[str, bool]:
@@ -64,6 +78,10 @@ class WorkerSpec:
     arm: tuple[str, int] | None = None
     stops: tuple[tuple[str, int], ...] = ()
     resume_fd: int | None = None  # a zombie's resume pipe: the parent writes the offset
+    report_fd: int | None = None  # the pipe to the parent (set by the parent's fork)
+    conninfo: str | None = None  # PostgreSQL: the ledger is there, not at ledger_path
+    schema: str | None = None
+    app_name: str | None = None  # this worker's connection name (the killer finds it)
 
 
 def run_worker(spec: WorkerSpec, wfd: int) -> None:
@@ -126,19 +144,48 @@ def _read_offset(fd: int) -> float:
     return float(line)
 
 
+def _open(spec: WorkerSpec) -> Any:
+    if spec.conninfo is None:
+        from ._sqlite import SQLiteStore
+
+        return SQLiteStore(spec.ledger_path)
+    from ._chaos_pg import open_store
+
+    assert spec.schema is not None and spec.app_name is not None
+    return open_store(spec.conninfo, spec.schema, spec.app_name)
+
+
+def _report_ledger_error(spec: WorkerSpec, exc: LedgerError) -> None:
+    if spec.report_fd is not None:
+        unknown = isinstance(exc, LedgerOutcomeUnknown)
+        os.write(spec.report_fd, bytes([LEDGER_UNKNOWN if unknown else LEDGER_ERROR]))
+
+
 def _work(spec: WorkerSpec, clock: SystemClock) -> None:
     provider = FakeProvider(spec.provider_path, faults=spec.faults, clock=clock, seed=spec.seed)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=spec.policy)
-    from ._sqlite import SQLiteStore
-
-    ledger = Ledger(SQLiteStore(spec.ledger_path), clock=clock, registry=registry)
+    ledger: Ledger | None = None
+    failed_opens = 0
     for ref in spec.refs:
         try:
+            if ledger is None:
+                ledger = Ledger(_open(spec), clock=clock, registry=registry)
+                failed_opens = 0
             ledger.run(provider.effect(ref, policy=spec.policy))
-        except LedgerError:
+        except LedgerError as exc:
             # Nothing was performed after a failed checkpoint write; the
-            # intent stays pending for the next round.
-            continue
-    ledger.close()
+            # intent stays pending for the next round. A dead connection is
+            # replaced by a new store (PostgreSQL: a new connection).
+            _report_ledger_error(spec, exc)
+            if ledger is None:
+                failed_opens += 1
+                if failed_opens >= 3:
+                    break
+            elif spec.conninfo is not None:
+                with contextlib.suppress(Exception):
+                    ledger.close()
+                ledger = None
+    if ledger is not None:
+        ledger.close()
     provider.close()

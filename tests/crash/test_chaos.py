@@ -111,7 +111,8 @@ def test_main_exit_1_on_duplicates(
         ["--workers", "x"],
         ["--intents", "-1"],
         ["--backend", "oracle"],
-        ["--backend", "postgres", "--schedules", "1"],
+        ["--backend", "postgres", "--dsn", "mysql://x@localhost/db", "--schedules", "1"],
+        ["--backend", "sqlite", "--terminate-connections", "--schedules", "1"],
     ],
 )
 def test_main_exit_2_on_bad_input(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -187,19 +187,23 @@ def test_blocking_screen_at_commit_time_is_a_hard_stop(
 
 
 @pytest.mark.parametrize("fault", ["session_expired", "captcha", "rate_limit"])
-def test_blocking_screen_in_the_precondition_leaves_no_record(
+def test_blocking_screen_on_the_invoice_form_stops_before_the_click(
         ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
         truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]],
         fault: str) -> None:
-    """The invoice form is checked before the claim: a wall there stops without a claim."""
+    """A wall on the form is seen by the preflight inside perform: failed at once, nothing sent."""
     faults(FaultRule("view.invoice_new", fault, times=1))
     k = key(f"pre-{fault}", "bob", "invoice")
     c = Counted(session("bob").invoice_effect(f"ORDER-{fault}", 10))
     result = ledger.run(c.effect(k, INVOICE))
-    assert result.outcome is Outcome.HARD_STOP and c.performs == 0
-    assert ledger.get(k.value) is None
-    assert types(ledger, k) == [E.HARD_STOP]
+    assert result.outcome is Outcome.HARD_STOP and result.status is Status.FAILED
+    assert "nothing was performed" in (result.reason or "")
+    assert types(ledger, k)[-1] is E.FAILED
     assert submits() == [] and truth()["totals"]["invoices"] == 0
+    # A later, clean attempt in a fresh session completes once.
+    retry = Counted(session("bob").invoice_effect(f"ORDER-{fault}", 10))
+    assert ledger.run(retry.effect(k, INVOICE)).outcome is Outcome.COMPLETED
+    assert truth()["totals"]["invoices"] == 1
 
 
 def test_editor_append_is_refused_with_secret_free_evidence(

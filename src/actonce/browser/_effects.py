@@ -244,9 +244,10 @@ class InvoiceEffect(SiteEffect):
     def payload(self) -> dict[str, Any]:
         return {"account": self.account, "reference": self.reference, "amount": self.amount}
 
-    async def precondition(self, session: AsyncBrowserSession) -> bool:
-        await session.goto("/invoices/new")
-        return True
+    # No precondition of its own: "no invoice for this reference yet" is what
+    # the verification before the claim checks, and the form's walls are caught
+    # by the preflight inside perform, before the click (failed at once,
+    # nothing sent). Loading the form here too would cost a page per invoice.
 
     async def prepare(self, session: AsyncBrowserSession) -> None:
         await session.goto("/invoices/new")

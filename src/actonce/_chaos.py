@@ -1,8 +1,8 @@
 """``actonce chaos``: real processes, real SIGKILLs, and a ground truth to check.
 
 Theory of operation. A *campaign* runs many independent *schedules*. Each
-schedule gets a fresh folder with a ledger (SQLite file) and a
-:class:`~actonce.testing.FakeProvider` file, whose table of accepted effects
+schedule gets a fresh folder with a ledger (a SQLite file, or on PostgreSQL
+a schema of its own) and a :class:`~actonce.testing.FakeProvider` file, whose table of accepted effects
 is the ground truth. ``workers`` processes are forked; each opens its own
 connections and runs the same ``intents`` in its own random order, racing the
 others. A seeded random plan decides, per schedule, the policy (settle
@@ -31,12 +31,19 @@ faults off. Then the ledger is compared with the ground truth:
   effect, failed without one, in review, nor explicitly unresolved);
 - ``unresolved``: effects still claimed, executing or unknown;
 - ``inconsistent``: the ledger lies (confirmed without an effect, failed
-  with one).
+  with one);
+- ``unmarked``: the provider accepted an intent more often than the ledger
+  holds ``executing`` marks for it (a perform without its mark).
+
+On PostgreSQL the parent may also terminate random workers' connections
+(``pg_terminate_backend``) at random pass counts (``_chaos_pg.Killer``).
 
 The plan of schedule ``i`` depends only on ``(seed, i)``; process timing
 does not, so a failing schedule is replayed with the same plan, not the same
 interleaving. The worker's body lives in ``_chaos_worker``, the parent's
-handling of one round of worker processes in ``_chaos_round``.
+handling of one round of worker processes in ``_chaos_round``, the plan in
+``_chaos_plan``, the report in ``_chaos_report``, the PostgreSQL parts in
+``_chaos_pg``.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ round); after three failed opens in a row it ends, to be restarted.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import traceback
@@ -151,6 +152,9 @@ def _open(spec: WorkerSpec) -> Any:
         return SQLiteStore(spec.ledger_path)
     from ._chaos_pg import open_store
 
+    # The pool warns on stderr about each connection the parent terminated;
+    # the worker reports those through its pipe instead.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     assert spec.schema is not None and spec.app_name is not None
     return open_store(spec.conninfo, spec.schema, spec.app_name)
 

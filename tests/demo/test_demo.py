@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from actonce.browser import BrowserNotFound, find_chromium
-
-
-def _chromium_or_skip() -> None:
-    try:
-        find_chromium()
-    except BrowserNotFound as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no Chromium: {exc}")
-
 
 def test_demo_under_faults_and_kills_has_no_duplicate(tmp_path: Path) -> None:
-    _chromium_or_skip()
     proc = subprocess.run(
         [sys.executable, "-m", "actonce", "demo", "--intents", "10", "--workers", "2",
          "--seed", "5", "--workdir", str(tmp_path / "demo"), "--json"],

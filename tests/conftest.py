@@ -1,0 +1,41 @@
+"""Suite-wide rules for the parts that need something outside Python.
+
+Browser tests need Chromium. On a laptop without it they are skipped, with
+the way to get it; under CI (``CI`` set) a missing Chromium is a failure,
+never a silent skip. PostgreSQL tests follow the same rule in their own
+conftest files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_BROWSER_DIRS = ("browser", "browser_ledger", "demo")
+_HERE = Path(__file__).resolve().parent
+
+
+def _needs_browser(item: pytest.Item) -> bool:
+    try:
+        rel = Path(str(item.fspath)).resolve().relative_to(_HERE)
+    except ValueError:
+        return False
+    return rel.parts[0] in _BROWSER_DIRS
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from actonce.browser import BrowserNotFound, find_chromium
+
+    if not any(_needs_browser(item) for item in items):
+        return
+    try:
+        find_chromium()
+    except BrowserNotFound as exc:
+        if os.environ.get("CI"):
+            raise pytest.UsageError(f"CI needs Chromium for the browser tests: {exc}") from exc
+        skip = pytest.mark.skip(reason=f"no Chromium ({exc}); apt-get install chromium")
+        for item in items:
+            if _needs_browser(item):
+                item.add_marker(skip)

@@ -90,6 +90,7 @@ def test_thread_part_validation() -> None:
 
 def test_find_chromium_explains_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     assert find_chromium()
+    monkeypatch.delenv("ACTONCE_CHROMIUM", raising=False)
     monkeypatch.setattr("actonce.browser._discovery.os.access", lambda *a: False)
     with pytest.raises(BrowserNotFound, match="apt-get install chromium"):
         find_chromium()

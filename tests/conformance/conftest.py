@@ -7,7 +7,6 @@ say how to enable them. With ``CI`` set, an unreachable server fails them.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,37 +16,7 @@ import pytest
 
 from actonce._sqlite import SQLiteStore
 from actonce._store import MemoryStore
-
-ENABLE = (
-    "PostgreSQL tests are off: set ACTONCE_TEST_POSTGRES_DSN="
-    "postgresql://postgres@127.0.0.1:5432/test to run them"
-)
-
-
-def postgres_dsn() -> str:
-    """The test server's DSN, after checking it answers (skip or fail otherwise)."""
-    dsn = os.environ.get("ACTONCE_TEST_POSTGRES_DSN")
-    if not dsn:
-        pytest.skip(ENABLE)
-    import psycopg
-
-    try:
-        with psycopg.connect(dsn, connect_timeout=5) as conn:
-            conn.execute("SELECT 1")
-    except psycopg.Error as exc:
-        message = f"PostgreSQL at {dsn} is unreachable: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return dsn
-
-
-def drop_schema(dsn: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+from pgtest import drop_schema, postgres_dsn
 
 
 @pytest.fixture

@@ -17,29 +17,15 @@ from typing import Any
 
 import pytest
 
+from pgtest import drop_schema, postgres_dsn
+
 WORKER = Path(__file__).with_name("worker.py")
-ENABLE = (
-    "PostgreSQL tests are off: set ACTONCE_TEST_POSTGRES_DSN="
-    "postgresql://postgres@127.0.0.1:5432/test to run them"
-)
 
 
 @pytest.fixture
 def pg() -> Iterator[tuple[str, str]]:
     """(dsn, schema): a fresh schema on the test server, dropped afterwards."""
-    dsn = os.environ.get("ACTONCE_TEST_POSTGRES_DSN")
-    if not dsn:
-        pytest.skip(ENABLE)
-    import psycopg
-    from psycopg import sql
-
-    try:
-        psycopg.connect(dsn, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        message = f"PostgreSQL at {dsn} is unreachable: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    dsn = postgres_dsn()
     schema = f"actonce_ptest_{uuid.uuid4().hex[:10]}"
     from actonce._postgres import PostgresStore
 
@@ -47,8 +33,7 @@ def pg() -> Iterator[tuple[str, str]]:
     try:
         yield dsn, schema
     finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        drop_schema(dsn, schema)
 
 
 class Worker:

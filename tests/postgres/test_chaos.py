@@ -17,27 +17,14 @@ import pytest
 
 from actonce import _chaos
 from actonce._chaos import run_campaign
-
-from .conftest import ENABLE
+from pgtest import postgres_dsn
 
 SCHEDULES = 40
 
 
 @pytest.fixture
 def dsn() -> str:
-    value = os.environ.get("ACTONCE_TEST_POSTGRES_DSN")
-    if not value:
-        pytest.skip(ENABLE)
-    import psycopg
-
-    try:
-        psycopg.connect(value, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        message = f"PostgreSQL at {value} is unreachable: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
+    return postgres_dsn()
 
 
 def _our_schemas(dsn: str) -> list[str]:

@@ -70,24 +70,38 @@ def record_params(r: EffectRecord) -> tuple[Any, ...]:
     )
 
 
+_STATUS = {s.value: s for s in Status}  # a dict lookup is cheaper than Status(value)
+# Reconcile reads every open effect at once, so building records is on its hot
+# path. A frozen dataclass's __init__ goes through object.__setattr__ for each
+# field; setting the slots through their descriptors does the same work at
+# half the cost. The record stays frozen for everyone else.
+_NEW = object.__new__
+_SLOTS = tuple(getattr(EffectRecord, name).__set__ for name in EffectRecord.__slots__)
+assert EffectRecord.__slots__ == EFFECT_COLUMNS
+
+
 def record_from_row(row: Sequence[Any]) -> EffectRecord:
     """An ``EffectRecord`` from a row in ``EFFECT_COLUMNS`` order."""
-    return EffectRecord(
-        key=row[0],
-        kind=row[1],
-        status=Status(row[2]),
-        fence=int(row[3]),
-        owner=row[4],
-        lease_expires_at=float(row[5]),
-        payload=row[6],
-        payload_hash=row[7],
-        scope=row[8],
-        result_ref=row[9],
-        reason=row[10],
-        created_at=float(row[11]),
-        updated_at=float(row[12]),
-        executing_at=None if row[13] is None else float(row[13]),
+    record: EffectRecord = _NEW(EffectRecord)
+    values = (
+        row[0],
+        row[1],
+        _STATUS[row[2]],
+        int(row[3]),
+        row[4],
+        float(row[5]),
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        float(row[11]),
+        float(row[12]),
+        None if row[13] is None else float(row[13]),
     )
+    for set_slot, value in zip(_SLOTS, values, strict=True):
+        set_slot(record, value)
+    return record
 
 
 def event_params(e: Event) -> tuple[Any, ...]:

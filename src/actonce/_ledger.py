@@ -27,6 +27,8 @@ from ._keys import EffectKey, canonical_json, payload_hash, redact
 from ._lifecycle import REVIEWABLE, check_transition
 from ._model import (
     OPEN_STATUSES,
+    Absent,
+    Confirmed,
     EffectRecord,
     Event,
     EventType,
@@ -344,7 +346,13 @@ async def _aexecute(
     raise AssertionError(f"unknown operation {op!r}")  # pragma: no cover
 
 
+_VERDICTS = (Confirmed, Absent, Unavailable)
+_PLAIN = (bool, str, Confirmed, Absent, Unavailable)
+
+
 def _no_await(value: Any) -> Any:
+    if value is None or isinstance(value, _PLAIN):  # the common answers, checked cheaply
+        return value
     if inspect.isawaitable(value):
         if inspect.iscoroutine(value):
             value.close()
@@ -357,9 +365,7 @@ async def _maybe_await(value: Any) -> Any:
 
 
 def _as_verdict(value: Any) -> Verdict:
-    from ._model import Absent, Confirmed
-
-    if isinstance(value, Confirmed | Absent | Unavailable):
+    if isinstance(value, _VERDICTS):
         return value
     return Unavailable(f"verifier returned {type(value).__name__}, not a verdict")
 

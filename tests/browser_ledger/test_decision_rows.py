@@ -96,7 +96,7 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
+        time.sleep(0.05)  # sync-ok: the pause of a poll on a condition, with a deadline
 
 
 # --- No effect has been claimed -----------------------------------------------------

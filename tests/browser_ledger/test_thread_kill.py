@@ -58,7 +58,7 @@ def wait_for(cond: Callable[[], bool], proc: subprocess.Popen[bytes], out: Path,
         if proc.poll() is not None:
             pytest.fail(f"worker exited ({proc.returncode}): {out.read_text()}")
         assert time.monotonic() < deadline, f"condition not reached: {out.read_text()}"
-        time.sleep(0.05)
+        time.sleep(0.05)  # sync-ok: the pause of a poll on a condition, with a deadline
 
 
 def test_thread_resumes_at_part_two_after_sigkill(

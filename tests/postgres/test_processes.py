@@ -110,7 +110,7 @@ def _wait_until_blocked(conn: psycopg.Connection[object], backend: int) -> None:
         ).fetchone()
         if row is not None and row[0] == "Lock":
             return
-        time.sleep(0.01)
+        time.sleep(0.01)  # sync-ok: the pause of a poll on pg_stat_activity, with a deadline
     raise AssertionError("the worker never blocked on the lock")
 
 

@@ -36,3 +36,13 @@ def test_demo_rejects_bad_options() -> None:
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert "--workers" in proc.stderr
+
+
+def test_batch_intents_have_unique_ids_and_keys() -> None:
+    from actonce.demo._intents import build_batch
+
+    for n in (1, 8, 24, 60, 150):
+        for seed in range(4):
+            batch = build_batch(n, seed=seed, like_targets=["/posts/1", "/posts/2", "/posts/3"])
+            assert len({i.id for i in batch}) == len(batch)
+            assert len({i.key().value for i in batch}) == len(batch)

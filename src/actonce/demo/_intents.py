@@ -113,23 +113,16 @@ def build_batch(n: int, *, seed: int, like_targets: list[str]) -> list[Intent]:
         elif kind == "invoice":
             out.append(Intent(ident, kind, actor, reference=f"ORDER-{seed}-{9200 + i}",
                               amount=1000 + rng.randrange(9000)))
-        elif kind == "follow":
-            others = [a for a in ACTORS if a != actor and (actor, a) not in follows]
-            if not others:
-                out.append(Intent(ident.replace("follow", "post"), "post", actor,
-                                  text=f"{_TOPICS[i % len(_TOPICS)]} (#{seed}-{i})"))
-                continue
-            target = others[rng.randrange(len(others))]
-            follows.add((actor, target))
-            out.append(Intent(ident, kind, actor, target=target))
-        else:  # like
-            free = [t for t in like_targets if (actor, t) not in likes]
-            if not free:
-                out.append(Intent(ident.replace("like", "post"), "post", actor,
-                                  text=f"{_TOPICS[i % len(_TOPICS)]} (#{seed}-{i}b)"))
+        else:  # follow or like: a target this actor has not used yet
+            used = follows if kind == "follow" else likes
+            pool = [a for a in ACTORS if a != actor] if kind == "follow" else like_targets
+            free = [t for t in pool if (actor, t) not in used]
+            if not free:  # every target taken for this actor: a post instead
+                out.append(Intent(f"{ident}-as-post", "post", actor,
+                                  text=f"{_TOPICS[i % len(_TOPICS)]} (#{seed}-{i}{kind[0]})"))
                 continue
             target = free[rng.randrange(len(free))]
-            likes.add((actor, target))
+            used.add((actor, target))
             out.append(Intent(ident, kind, actor, target=target))
     # Two candidates the quality gate should turn down: allowed, affordable, not worth it.
     if n >= 8:

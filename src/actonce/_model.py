@@ -70,9 +70,17 @@ class EventType(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Confirmed:
-    """The expected result exists; ``result_ref`` identifies it (URL, id)."""
+    """The expected result exists; ``result_ref`` identifies it (URL, id).
+
+    ``count`` is how many matching results the verifier saw (seed 004:
+    "verify the intended outcome exists exactly once"). More than one is a
+    *duplicate detected*, never a silent success; ``refs`` then lists every
+    match (``result_ref`` is the first).
+    """
 
     result_ref: str | None = None
+    count: int = 1
+    refs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from actonce import InvalidTransition, ProtocolError
-from actonce._decision import (
+from actonce._rules.decision import (
     RETRYABLE,
     SEED_ROWS,
     TABLE,
@@ -20,9 +20,9 @@ from actonce._decision import (
     render_markdown,
     situation_of,
 )
-from actonce._lifecycle import REVIEWABLE, TRANSITIONS, By, check_transition
-from actonce._lifecycle import render_markdown as render_lifecycle
-from actonce._model import Absent, Confirmed, EffectRecord, Policy, Status, Unavailable
+from actonce._rules.lifecycle import REVIEWABLE, TRANSITIONS, By, check_transition
+from actonce._rules.lifecycle import render_markdown as render_lifecycle
+from actonce._rules.model import Absent, Confirmed, EffectRecord, Policy, Status, Unavailable
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 NOW = 1000.0
@@ -189,9 +189,11 @@ def test_for_others_the_window_runs_from_the_end_of_the_owners_lease(status: Sta
     assert observe(Absent(), rec, policy=policy, now=NOW + 30) is Obs.ABSENT_UNSETTLED
     assert observe(Absent(), rec, policy=policy, now=NOW + 64.9) is Obs.ABSENT_UNSETTLED
     assert observe(Absent(), rec, policy=policy, now=NOW + 65) is Obs.ABSENT
-    # The owner itself knows when it performed: its window runs from its mark.
-    mine = observe(Absent(), rec, policy=policy, now=NOW + 5, my_fence=3)
+    # The owner itself knows when its perform ended (monotonic): its window runs from there.
+    mine = observe(Absent(), rec, policy=policy, now=NOW + 5, my_fence=3, since_perform=5.0)
     assert mine is Obs.ABSENT
+    early = observe(Absent(), rec, policy=policy, now=NOW + 5, my_fence=3, since_perform=4.9)
+    assert early is Obs.ABSENT_UNSETTLED
     assert observe(Absent(), rec, policy=policy, now=NOW + 5, my_fence=2) is Obs.ABSENT_UNSETTLED
 
 
@@ -246,7 +248,12 @@ def test_every_lifecycle_edge_is_allowed(
 
 
 def test_exactly_these_edges_exist() -> None:
-    assert len(TRANSITIONS) == 21
+    assert len(TRANSITIONS) == 24
+    # The three edges that only ever make a status more cautious: duplicates
+    # found before any claim, and a superseded owner's alarm.
+    assert TRANSITIONS[(None, Status.NEEDS_REVIEW)][0] is By.VERIFIER
+    assert TRANSITIONS[(Status.FAILED, Status.NEEDS_REVIEW)][0] is By.ALARM
+    assert TRANSITIONS[(Status.CLAIMED, Status.NEEDS_REVIEW)][0] is By.ALARM
     # Terminal statuses have no way out; nothing ever goes back to executing from after it.
     for src, _dst in TRANSITIONS:
         assert src not in (Status.CONFIRMED, Status.ABANDONED)
@@ -323,7 +330,7 @@ def test_decision_table_doc_is_fresh() -> None:
     committed = (DOCS / "decision-table.md").read_text(encoding="utf-8")
     assert committed == render_markdown(), (
         "docs/decision-table.md is stale: regenerate it with "
-        'python -c "from actonce._decision import render_markdown; '
+        'python -c "from actonce._rules.decision import render_markdown; '
         "print(render_markdown(), end='')\" > docs/decision-table.md"
     )
 
@@ -332,7 +339,7 @@ def test_lifecycle_doc_is_fresh() -> None:
     committed = (DOCS / "lifecycle.md").read_text(encoding="utf-8")
     assert committed == render_lifecycle(), (
         "docs/lifecycle.md is stale: regenerate it with "
-        'python -c "from actonce._lifecycle import render_markdown; '
+        'python -c "from actonce._rules.lifecycle import render_markdown; '
         "print(render_markdown(), end='')\" > docs/lifecycle.md"
     )
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import enum
 
-from ._errors import ProtocolError
-from ._model import Absent, Confirmed, EffectRecord, Policy, Status, Unavailable, Verdict
+from .errors import ProtocolError
+from .model import Absent, Confirmed, EffectRecord, Outcome, Policy, Status, Unavailable, Verdict
 
 __all__ = [
+    "MOVES",
+    "OUTCOMES",
     "RETRYABLE",
     "SEED_ROWS",
     "TABLE",
@@ -38,6 +40,7 @@ __all__ = [
     "Situation",
     "decide",
     "observe",
+    "outcome_of",
     "render_markdown",
     "situation_of",
 ]
@@ -50,6 +53,7 @@ class Situation(enum.StrEnum):
     OWNED = "owned"  # my claim, boundary not crossed
     PERFORMED = "performed"  # my executing mark: the effect may have happened
     DECLINED = "declined"  # my executing mark, but perform proved it stopped before the boundary
+    OVERTAKEN = "overtaken"  # I performed, but my claim was superseded meanwhile
     BUSY = "busy"  # another worker's claim or executing mark, lease live
     STALE_CLAIM = "stale_claim"  # another's claim, lease expired, never executing
     ORPHANED = "orphaned"  # another's executing mark, lease expired
@@ -65,7 +69,8 @@ class Observation(enum.StrEnum):
     """What verification said, in the light of the settle window."""
 
     NOT_CHECKED = "not_checked"  # no verification yet
-    CONFIRMED = "confirmed"  # the expected result exists
+    CONFIRMED = "confirmed"  # the expected result exists, exactly once
+    DUPLICATE = "duplicate"  # the expected result exists more than once
     ABSENT = "absent"  # proven absent (never executed, or authoritative and settled)
     ABSENT_UNSETTLED = "absent_unsettled"  # absent, inside the settle window
     ABSENT_UNPROVEN = "absent_unproven"  # absent after the window; verifier not authoritative
@@ -77,6 +82,7 @@ class Action(enum.StrEnum):
 
     VERIFY = "verify"  # ask the verifier (read-only)
     RECORD_CONFIRMED = "record_confirmed"  # compare-and-set to confirmed; skip
+    RECORD_DUPLICATE = "record_duplicate"  # -> needs_review: more than one result exists
     CLAIM = "claim"  # check the precondition, then claim atomically
     EXECUTE = "execute"  # write the executing mark, then perform once
     RELEASE = "release"  # own/stale claim -> failed: nothing was performed
@@ -86,6 +92,7 @@ class Action(enum.StrEnum):
     DEFER = "defer"  # do nothing now; someone else owns it or nothing is known
     HOLD = "hold"  # leave the unresolved effect as it is; never perform
     FINISHED = "finished"  # terminal: report it
+    ALARM = "alarm"  # performed after being overtaken: make the status more cautious
     STOP = "stop"  # end this effect's run without claiming (failed, replannable)
     ABORT = "abort"  # raise the ledger error; never perform
 
@@ -147,10 +154,25 @@ TABLE: dict[tuple[Situation, Observation], Action] = {
     (Sit.LEDGER_FAILED, Obs.NOT_CHECKED): Act.ABORT,
     (Sit.LEDGER_FAILED, Obs.ABSENT): Act.ABORT,
 }
+# More than one result: never a silent success. A human decides which one
+# stands (the refs are recorded); nothing is performed.
+for _sit in (
+    Sit.NEW,
+    Sit.OWNED,
+    Sit.PERFORMED,
+    Sit.BUSY,
+    Sit.STALE_CLAIM,
+    Sit.ORPHANED,
+    Sit.UNKNOWN,
+):
+    TABLE[(_sit, Obs.DUPLICATE)] = Act.RECORD_DUPLICATE
 for _obs in _ALL_OBS:
     TABLE[(Sit.DONE, _obs)] = Act.FINISHED
     TABLE[(Sit.ABANDONED, _obs)] = Act.FINISHED
     TABLE[(Sit.REVIEW, _obs)] = Act.HOLD
+    # A perform ran under a superseded claim: whatever verification says,
+    # the one write left is the alarm (invariant 4).
+    TABLE[(Sit.OVERTAKEN, _obs)] = Act.ALARM
 
 #: Pairs after which verification (read-only) may be asked again with backoff.
 RETRYABLE: frozenset[tuple[Situation, Observation]] = frozenset(
@@ -253,18 +275,31 @@ def decide(situation: Situation, observation: Observation) -> Action:
 
 
 def situation_of(
-    record: EffectRecord | None, *, now: float, my_fence: int | None, declined: bool = False
+    record: EffectRecord | None,
+    *,
+    now: float,
+    my_fence: int | None,
+    declined: bool = False,
+    performed: bool = False,
+    trusted: bool = True,
 ) -> Situation:
     """Classify a record from the point of view of the worker holding ``my_fence``.
 
     ``my_fence`` is the fencing token of the caller's own claim, ``None`` when
     the caller holds none (a fresh run, reconcile). ``declined`` says that the
-    caller's perform raised ``NotPerformed`` (stopped before the boundary).
+    caller's perform raised ``NotPerformed`` (stopped before the boundary);
+    ``performed`` that the caller's perform ran under ``my_fence``. A caller
+    that performed and finds its claim superseded (another fence, or its own
+    mark failed by someone else) is ``OVERTAKEN``. With an untrusted clock
+    (``trusted=False``: ledger time stepped) another owner's lease counts as
+    live.
     """
     if record is None:
         return Sit.NEW
     status = record.status
     mine = my_fence is not None and record.fence == my_fence
+    if performed and not declined and (not mine or status is Status.FAILED):
+        return Sit.OVERTAKEN
     if status is Status.FAILED:
         return Sit.NEW
     if status is Status.CONFIRMED:
@@ -275,14 +310,15 @@ def situation_of(
         return Sit.REVIEW
     if status is Status.UNKNOWN:
         return Sit.UNKNOWN
+    live = not trusted or record.lease_live(now)
     if status is Status.CLAIMED:
         if mine:
             return Sit.OWNED
-        return Sit.BUSY if record.lease_live(now) else Sit.STALE_CLAIM
+        return Sit.BUSY if live else Sit.STALE_CLAIM
     # EXECUTING
     if mine:
         return Sit.DECLINED if declined else Sit.PERFORMED
-    return Sit.BUSY if record.lease_live(now) else Sit.ORPHANED
+    return Sit.BUSY if live else Sit.ORPHANED
 
 
 def observe(
@@ -292,24 +328,31 @@ def observe(
     policy: Policy,
     now: float,
     my_fence: int | None = None,
+    since_perform: float | None = None,
+    trusted: bool = True,
 ) -> Observation:
     """Classify a verdict; this is where the settle-window rule lives.
 
     Absence before the ``executing`` mark is plain absence. Absence after it
     proves non-occurrence only when the settle window has passed *and* the
-    verifier is authoritative for this kind.
+    verifier is authoritative for this kind. A ``Confirmed`` verdict that saw
+    more than one match is a duplicate, never a confirmation.
 
-    The window runs from the latest moment the perform may have started. The
-    owner (``my_fence`` matches) knows it: its ``executing`` mark. Anyone else
-    must also allow for an owner that paused after its mark: an owner never
-    starts a perform once its lease has expired, so for them the window runs
-    from ``max(executing_at, lease_expires_at)``. Owners shorten their lease
-    to "now" once their perform has returned, so reconcile need not wait.
+    The window runs from the latest moment the request may have left. The
+    owner (``my_fence`` matches) knows it: the end of its own perform,
+    ``since_perform`` seconds ago on its monotonic clock (a wall-clock step
+    cannot shorten it). Anyone else must allow for an owner that is still
+    performing or paused: an owner extends its lease while it performs and
+    never starts a perform once its lease has expired, so for them the window
+    runs from ``max(executing_at, lease_expires_at)`` in ledger time, and not
+    at all while their clock is untrusted (``trusted=False``). Owners shorten
+    their lease to "now" once they have recorded a verdict, so reconcile need
+    not wait.
     """
     if verdict is None:
         return Obs.NOT_CHECKED
     if isinstance(verdict, Confirmed):
-        return Obs.CONFIRMED
+        return Obs.DUPLICATE if verdict.count > 1 else Obs.CONFIRMED
     if isinstance(verdict, Unavailable):
         return Obs.UNAVAILABLE
     if not isinstance(verdict, Absent):  # pragma: no cover - typing guards this
@@ -318,12 +361,89 @@ def observe(
         return Obs.ABSENT
     if record.status in (Status.CLAIMED, Status.FAILED):
         return Obs.ABSENT
-    started_by = record.executing_at
-    if my_fence is None or record.fence != my_fence:
-        started_by = max(started_by, record.lease_expires_at)
-    if now - started_by < policy.settle_seconds:
+    if my_fence is not None and record.fence == my_fence and since_perform is not None:
+        settled = since_perform >= policy.settle_seconds
+    else:
+        settled = trusted and now - max(record.executing_at, record.lease_expires_at) >= (
+            policy.settle_seconds
+        )
+    if not settled:
         return Obs.ABSENT_UNSETTLED
     return Obs.ABSENT if policy.absence_authoritative else Obs.ABSENT_UNPROVEN
+
+
+#: The moves: actions that compare-and-set the record to a status.
+MOVES: dict[Action, Status] = {
+    Act.RELEASE: Status.FAILED,
+    Act.MARK_FAILED: Status.FAILED,
+    Act.MARK_UNKNOWN: Status.UNKNOWN,
+    Act.NEEDS_REVIEW: Status.NEEDS_REVIEW,
+    Act.RECORD_DUPLICATE: Status.NEEDS_REVIEW,
+    Act.ALARM: Status.NEEDS_REVIEW,
+}
+
+#: What a run reports once an action has been taken (see :func:`outcome_of`).
+OUTCOMES: dict[Action, Outcome] = {
+    Act.FINISHED: Outcome.SKIPPED,
+    Act.RECORD_CONFIRMED: Outcome.SKIPPED,
+    Act.RECORD_DUPLICATE: Outcome.NEEDS_REVIEW,
+    Act.HOLD: Outcome.NEEDS_REVIEW,
+    Act.DEFER: Outcome.DEFERRED,
+    Act.RELEASE: Outcome.DEFERRED,
+    Act.MARK_FAILED: Outcome.FAILED,
+    Act.MARK_UNKNOWN: Outcome.NEEDS_REVIEW,
+    Act.NEEDS_REVIEW: Outcome.NEEDS_REVIEW,
+    Act.ALARM: Outcome.NEEDS_REVIEW,
+    Act.STOP: Outcome.FAILED,
+    Act.CLAIM: Outcome.FAILED,
+}
+
+
+def outcome_of(
+    action: Action,
+    situation: Situation,
+    *,
+    reconcile: bool,
+    performed: bool,
+    hard_stop: bool,
+    status: Status | None = None,
+) -> Outcome | None:
+    """The outcome a run reports after ``action``; ``None``: the run goes on.
+
+    The rules, in order: a released stale claim is claimed next in a run
+    (``None``) and is the end of a reconcile (``failed``: nothing was
+    performed); a ``claim`` ends a reconcile (it never claims: the key is
+    free), a run after a hard stop (no further mutation) and a run after its
+    own perform (never a second perform in one run);
+    ``finished`` on an abandoned effect reports ``abandoned``; a run that
+    performed reports ``completed`` instead of ``skipped``; a hard stop turns
+    every move that ends the run into ``hard_stop``.
+
+    Raises:
+        ProtocolError: the action does not end a run (verify, execute).
+    """
+    if action is Act.RELEASE:
+        if reconcile:
+            return Outcome.FAILED
+        if situation is Sit.STALE_CLAIM:
+            return None
+    if action is Act.CLAIM:
+        if hard_stop:
+            return Outcome.HARD_STOP
+        if not (reconcile or performed):
+            raise ProtocolError("a claim ends only a reconcile or a run that performed")
+        return Outcome.FAILED
+    if action is Act.FINISHED and status is Status.ABANDONED:
+        return Outcome.ABANDONED
+    try:
+        out = OUTCOMES[action]
+    except KeyError:
+        raise ProtocolError(f"{action} does not end a run") from None
+    if out is Outcome.SKIPPED and performed:
+        return Outcome.COMPLETED
+    if hard_stop and action in MOVES and action is not Act.RELEASE:
+        return Outcome.HARD_STOP
+    return out
 
 
 def render_markdown() -> str:
@@ -331,7 +451,7 @@ def render_markdown() -> str:
     lines = [
         "# The retry decision table",
         "",
-        "Generated from `actonce._decision.TABLE`; a test fails when this file is stale.",
+        "Generated from `actonce._rules.decision.TABLE`; a test fails when this file is stale.",
         "",
         "| situation | " + " | ".join(o.value for o in Observation) + " |",
         "|---|" + "---|" * len(Observation),

@@ -15,51 +15,33 @@ names that look volatile (``run_id``, ``attempt``, ``timestamp`` ...).
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import InvalidKey
+from .errors import InvalidKey
+from .secrets import is_secret_name
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_KEY_LENGTH",
     "EffectKey",
     "canonical_json",
+    "check_text",
     "effect_key",
-    "fingerprint",
     "payload_hash",
-    "redact",
 ]
+
+#: How deep a payload may nest (deeper is refused, not a RecursionError).
+MAX_DEPTH = 100
+#: The longest effect key or kind (every backend indexes them; PostgreSQL's
+#: btree refuses entries over about 2.7 kB).
+MAX_KEY_LENGTH = 512
 
 _VOLATILE_NAMES = frozenset(
     {"run_id", "runid", "attempt", "timestamp", "time", "now", "created_at", "nonce", "uuid"}
-)
-#: Field names whose values are never stored, only fingerprinted.
-SECRET_NAMES = frozenset(
-    {
-        "password",
-        "passwd",
-        "secret",
-        "token",
-        "access_token",
-        "refresh_token",
-        "session",
-        "session_id",
-        "sessionid",
-        "cookie",
-        "cookies",
-        "authorization",
-        "api_key",
-        "apikey",
-        "card",
-        "card_number",
-        "cardnumber",
-        "pan",
-        "cvv",
-        "cvc",
-    }
 )
 
 
@@ -68,12 +50,13 @@ def canonical_json(value: Any) -> str:
 
     Sorted keys, no insignificant whitespace, UTF-8 kept as is, no NaN or
     infinity. Tuples become lists; sets are refused (their order is not
-    stable across processes).
+    stable across processes), and so are lone surrogates (no UTF-8 form),
+    cycles and nesting deeper than :data:`MAX_DEPTH`.
 
     Raises:
         InvalidKey: ``value`` holds something JSON cannot represent exactly.
     """
-    _check_jsonable(value)
+    _check_jsonable(value, 0, set())
     try:
         return json.dumps(
             value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -82,22 +65,41 @@ def canonical_json(value: Any) -> str:
         raise InvalidKey(f"not canonical JSON: {exc}") from exc
 
 
-def _check_jsonable(value: Any) -> None:
-    if value is None or isinstance(value, bool | int | str):
+def check_text(text: str, what: str) -> str:
+    """``text`` if it has a UTF-8 form, else :class:`InvalidKey` naming ``what``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidKey(f"{what} holds a lone surrogate, which has no UTF-8 form") from None
+    return text
+
+
+def _check_jsonable(value: Any, depth: int, path: set[int]) -> None:
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, str):
+        check_text(value, "a string")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidKey("NaN and infinity have no canonical JSON form")
         return
-    if isinstance(value, list | tuple):
-        for item in value:
-            _check_jsonable(item)
-        return
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise InvalidKey(f"JSON object keys must be strings, not {type(k).__name__}")
-            _check_jsonable(v)
+    if depth >= MAX_DEPTH:
+        raise InvalidKey(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, list | tuple | Mapping):
+        if id(value) in path:
+            raise InvalidKey("a value that contains itself has no JSON form")
+        path.add(id(value))
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise InvalidKey(f"JSON object keys must be strings, not {type(k).__name__}")
+                check_text(k, "an object key")
+                _check_jsonable(v, depth + 1, path)
+        else:
+            for item in value:
+                _check_jsonable(item, depth + 1, path)
+        path.discard(id(value))
         return
     raise InvalidKey(f"{type(value).__name__} has no canonical JSON form")
 
@@ -153,6 +155,12 @@ def effect_key(
             raise InvalidKey(
                 f"key field {name!r} looks volatile; a key must be the same on every retry"
             )
+        if is_secret_name(name):
+            raise InvalidKey(
+                f"key field {name!r} looks like a secret; a key's fields are stored in clear"
+            )
+        if value is not None and not isinstance(value, str | int | bool):
+            raise InvalidKey(f"key field {name!r} must be a string, number or boolean")
         fields[name] = value
     scope = canonical_json(fields)
     return EffectKey(hashlib.sha256(scope.encode()).hexdigest(), scope)
@@ -161,40 +169,3 @@ def effect_key(
 def payload_hash(canonical_payload: str) -> str:
     """SHA-256 (hex) of an already canonical, already redacted payload."""
     return hashlib.sha256(canonical_payload.encode()).hexdigest()
-
-
-def fingerprint(value: Any, salt: bytes) -> str:
-    """A keyed fingerprint of a secret value: equal inputs, equal output.
-
-    HMAC-SHA-256 under the ledger's own salt, so that a leaked ledger cannot
-    be checked against a precomputed table. Low-entropy secrets (a PIN) are
-    still guessable by someone who holds the salt: keep them out of payloads.
-    """
-    digest = hmac.new(salt, canonical_json(value).encode(), hashlib.sha256).hexdigest()
-    return f"hmac-sha256:{digest}"
-
-
-def redact(payload: Any, salt: bytes, secret_fields: Iterable[str] = ()) -> Any:
-    """Replace secret fields of ``payload`` by their fingerprints.
-
-    A field is secret when its name (at any depth) is in ``SECRET_NAMES`` or
-    in ``secret_fields``; dotted names (``card.number``) address nested
-    fields. The result is what the ledger stores.
-    """
-    declared = set(secret_fields)
-    return _redact(payload, salt, declared, "")
-
-
-def _redact(value: Any, salt: bytes, declared: set[str], path: str) -> Any:
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            here = f"{path}.{k}" if path else str(k)
-            if str(k).lower() in SECRET_NAMES or here in declared or str(k) in declared:
-                out[k] = {"$fingerprint": fingerprint(v, salt)}
-            else:
-                out[k] = _redact(v, salt, declared, here)
-        return out
-    if isinstance(value, list | tuple):
-        return [_redact(v, salt, declared, path) for v in value]
-    return value

@@ -19,10 +19,18 @@ from __future__ import annotations
 
 import enum
 
-from ._errors import InvalidTransition
-from ._model import Status
+from .errors import InvalidTransition
+from .model import Status
 
-__all__ = ["TRANSITIONS", "By", "check_transition", "render_markdown"]
+__all__ = [
+    "DURABLE",
+    "REVIEWABLE",
+    "TRANSITIONS",
+    "By",
+    "check_transition",
+    "is_durable",
+    "render_markdown",
+]
 
 
 class By(enum.StrEnum):
@@ -32,6 +40,7 @@ class By(enum.StrEnum):
     OWNER = "owner"  # the worker holding the claim
     VERIFIER = "verifier"  # anyone, on the strength of a verification verdict
     HUMAN = "human"  # a reviewer's decision
+    ALARM = "alarm"  # a superseded owner that performed anyway: only ever more cautious
 
 
 S = Status
@@ -40,31 +49,46 @@ TRANSITIONS: dict[tuple[Status | None, Status], tuple[By, str]] = {
     (None, S.CLAIMED): (By.CLAIM, "first claim; verified absent beforehand"),
     (None, S.EXECUTING): (By.CLAIM, "first claim written as the executing mark"),
     (None, S.CONFIRMED): (By.VERIFIER, "result found before any claim"),
+    (None, S.NEEDS_REVIEW): (By.VERIFIER, "more than one result found before any claim"),
     (S.FAILED, S.CLAIMED): (By.CLAIM, "re-claim after proven failure (next attempt)"),
     (S.FAILED, S.EXECUTING): (By.CLAIM, "re-claim written as the executing mark"),
     (S.FAILED, S.CONFIRMED): (By.VERIFIER, "result found after a failed attempt"),
+    (S.FAILED, S.NEEDS_REVIEW): (By.ALARM, "an overtaken owner performed after its mark failed"),
     (S.CLAIMED, S.CLAIMED): (By.CLAIM, "re-claim of a claim whose lease expired"),
     (S.CLAIMED, S.EXECUTING): (By.OWNER, "durable mark before perform"),
     (S.CLAIMED, S.CONFIRMED): (By.VERIFIER, "result appeared before perform"),
     (S.CLAIMED, S.FAILED): (By.OWNER, "released before perform: nothing was performed"),
+    (S.CLAIMED, S.NEEDS_REVIEW): (By.ALARM, "duplicates found, or an overtaken owner performed"),
     (S.EXECUTING, S.CONFIRMED): (By.VERIFIER, "result verified"),
     (S.EXECUTING, S.FAILED): (By.VERIFIER, "authoritative absence after the settle window"),
     (S.EXECUTING, S.UNKNOWN): (By.VERIFIER, "outcome not proven"),
-    (S.EXECUTING, S.NEEDS_REVIEW): (By.VERIFIER, "absence that proves nothing"),
-    (S.UNKNOWN, S.CONFIRMED): (By.VERIFIER, "reconciled: result found"),
-    (S.UNKNOWN, S.FAILED): (By.VERIFIER, "reconciled: authoritative absence"),
+    (S.EXECUTING, S.NEEDS_REVIEW): (By.VERIFIER, "absence that proves nothing, or duplicates"),
+    (S.UNKNOWN, S.CONFIRMED): (By.VERIFIER, "reconciled or reviewer: result found"),
+    (S.UNKNOWN, S.FAILED): (By.VERIFIER, "reconciled or reviewer: it did not happen"),
     (S.UNKNOWN, S.NEEDS_REVIEW): (By.VERIFIER, "reconciled: absence that proves nothing"),
     (S.UNKNOWN, S.ABANDONED): (By.HUMAN, "reviewer abandons an unresolved effect"),
     (S.NEEDS_REVIEW, S.CONFIRMED): (By.HUMAN, "reviewer: it happened"),
     (S.NEEDS_REVIEW, S.FAILED): (By.HUMAN, "reviewer: it did not happen (re-opens the key)"),
     (S.NEEDS_REVIEW, S.ABANDONED): (By.HUMAN, "reviewer: abandon"),
 }
-# A human may also settle an unknown effect either way.
-TRANSITIONS[(S.UNKNOWN, S.CONFIRMED)] = (By.VERIFIER, "reconciled or reviewer: result found")
-TRANSITIONS[(S.UNKNOWN, S.FAILED)] = (By.VERIFIER, "reconciled or reviewer: it did not happen")
 
 #: Statuses a reviewer may resolve.
 REVIEWABLE = frozenset({S.NEEDS_REVIEW, S.UNKNOWN})
+
+#: Writes that must be on stable storage before the call returns. The
+#: ``executing`` mark, because a perform starts right after it (invariant 2),
+#: and a reviewer's decision, which nobody could redo. Every other write may
+#: be lost by a power failure (never by a process crash) without breaking a
+#: promise: a lost claim left nothing performed, a lost confirmation or
+#: failure leaves the effect ``executing`` for reconcile to verify again. In a
+#: write-ahead log every later synced commit also makes the earlier ones
+#: durable, so a claim is always durable by the time its mark is.
+DURABLE = frozenset({S.EXECUTING})
+
+
+def is_durable(to_status: Status, by: By) -> bool:
+    """Whether a write to ``to_status`` by ``by`` must be fsynced before returning."""
+    return to_status in DURABLE or by is By.HUMAN
 
 
 def check_transition(from_status: Status | None, to_status: Status) -> tuple[By, str]:
@@ -82,7 +106,7 @@ def render_markdown() -> str:
     lines = [
         "# The effect lifecycle",
         "",
-        "Generated from `actonce._lifecycle.TRANSITIONS`; a test fails when this file is stale.",
+        "Generated from `actonce._rules.lifecycle.TRANSITIONS`; a test fails when this file is stale.",
         "Every other (from, to) pair raises `InvalidTransition`.",
         "",
         "| from | to | by | why |",

@@ -11,8 +11,10 @@ One root, two branches: what the caller did wrong, and what the world did.
     │   └── ProtocolError          a (situation, observation) pair has no decision
     ├── LedgerError                the ledger could not be used (nothing was performed)
     │   ├── LedgerUnavailable      cannot open, read or write the ledger
+    │   │   └── LedgerNotFound     no ledger there, and creating one was not asked for
     │   ├── LedgerOutcomeUnknown   a write may or may not have committed
     │   ├── SchemaTooNew           the ledger was written by a newer actonce
+    │   ├── SchemaTooOld           a read-only open of a ledger that needs migrating
     │   └── BadLedgerURL           the ledger URL is malformed or its scheme unknown
     ├── LeaseError                 an operator lease or a queue item is not ours
     │   ├── LeaseHeld              another owner holds a live lease
@@ -39,12 +41,14 @@ __all__ = [
     "LeaseHeld",
     "LeaseLost",
     "LedgerError",
+    "LedgerNotFound",
     "LedgerOutcomeUnknown",
     "LedgerUnavailable",
     "NotPerformed",
     "PayloadMismatch",
     "ProtocolError",
     "SchemaTooNew",
+    "SchemaTooOld",
     "UnknownEffect",
     "UsageError",
 ]
@@ -100,6 +104,16 @@ class LedgerUnavailable(LedgerError):
     """The ledger could not be opened, read or written."""
 
 
+class LedgerNotFound(LedgerUnavailable):
+    """No ledger exists there, and the caller did not ask to create one.
+
+    A ledger is made once (``actonce init``, ``open_ledger(url, create=True)``).
+    Creating one silently wherever a path points would let a deleted or
+    moved ledger be replaced by an empty one, and every effect in flight be
+    performed again.
+    """
+
+
 class LedgerOutcomeUnknown(LedgerError):
     """A ledger write was sent but whether it committed is not known.
 
@@ -109,6 +123,10 @@ class LedgerOutcomeUnknown(LedgerError):
 
 class SchemaTooNew(LedgerError):
     """The ledger schema is newer than this version of actonce understands."""
+
+
+class SchemaTooOld(LedgerError):
+    """A read-only open found a ledger that must be migrated first."""
 
 
 class BadLedgerURL(LedgerError):

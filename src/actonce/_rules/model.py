@@ -7,8 +7,12 @@ the strings stored in the ledger. No I/O.
 from __future__ import annotations
 
 import enum
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from .errors import UsageError
 
 __all__ = [
     "Absent",
@@ -18,10 +22,13 @@ __all__ = [
     "EventType",
     "Outcome",
     "Policy",
+    "ReconcileReport",
+    "Resolution",
     "RunResult",
     "Status",
     "Unavailable",
     "Verdict",
+    "evolve",
 ]
 
 
@@ -63,6 +70,7 @@ class EventType(enum.StrEnum):
     PERFORM_ERROR = "perform_error"
     EVIDENCE = "evidence"
     HARD_STOP = "hard_stop"
+    OVERTAKEN = "performed_after_overtaken"
 
 
 # --- verification verdicts -------------------------------------------------
@@ -81,6 +89,10 @@ class Confirmed:
     result_ref: str | None = None
     count: int = 1
     refs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
+            raise UsageError(f"Confirmed.count must be a whole number >= 1, not {self.count!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +148,36 @@ class Policy:
     verify_after_claim: bool = True
 
     def __post_init__(self) -> None:
-        if self.settle_seconds < 0 or self.lease_seconds <= 0:
-            raise ValueError("settle_seconds must be >= 0 and lease_seconds > 0")
-        if self.verify_attempts < 1:
-            raise ValueError("verify_attempts must be at least 1")
-        if self.verify_backoff < 0 or self.verify_backoff_max < 0:
-            raise ValueError("verify_backoff must be >= 0")
+        for name in ("settle_seconds", "verify_backoff", "verify_backoff_max", "lease_seconds"):
+            _seconds(name, getattr(self, name), positive=name == "lease_seconds")
+        attempts = self.verify_attempts
+        if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+            raise UsageError(
+                f"Policy.verify_attempts must be a whole number >= 1, not {attempts!r}"
+            )
+        for name in ("absence_authoritative", "verify_after_claim"):
+            if not isinstance(getattr(self, name), bool):
+                raise UsageError(
+                    f"Policy.{name} must be True or False, not {getattr(self, name)!r}"
+                )
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        """How often an owner extends its lease while it performs (a third of it)."""
+        return self.lease_seconds / 3.0
 
     def backoff(self, attempt: int) -> float:
         """Pause after the given (1-based) attempt."""
         return float(min(self.verify_backoff * (2 ** (attempt - 1)), self.verify_backoff_max))
+
+
+def _seconds(name: str, value: Any, *, positive: bool) -> None:
+    # NaN compares false with everything: "nan < 0" is False, so a plain range
+    # check would let it through and every window would count as passed.
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (positive and value == 0):
+        need = "> 0" if positive else ">= 0"
+        raise UsageError(f"Policy.{name} must be a finite number of seconds {need}, not {value!r}")
 
 
 # --- ledger rows ------------------------------------------------------------
@@ -157,7 +189,8 @@ class EffectRecord:
 
     ``fence`` is the fencing token: it grows by one with every claim of the
     key and doubles as the attempt number. Every transition compares
-    ``(status, fence)``.
+    ``(status, fence)``. ``matches`` is how many results the last verdict
+    that settled it saw (more than one: a duplicate was detected).
     """
 
     key: str
@@ -174,10 +207,35 @@ class EffectRecord:
     created_at: float = 0.0
     updated_at: float = 0.0
     executing_at: float | None = None
+    matches: int = 0
 
     def lease_live(self, now: float) -> bool:
         """True while the owner's lease has not expired."""
         return now < self.lease_expires_at
+
+    @property
+    def data(self) -> Any:
+        """The stored payload, decoded (``payload`` is its canonical JSON text)."""
+        return json.loads(self.payload)
+
+
+_NEW = object.__new__
+_RECORD_SLOTS = tuple(
+    (name, getattr(EffectRecord, name).__get__, getattr(EffectRecord, name).__set__)
+    for name in EffectRecord.__slots__
+)
+
+
+def evolve(record: EffectRecord, **changes: Any) -> EffectRecord:
+    """A copy of ``record`` with ``changes`` (``dataclasses.replace``, faster).
+
+    The protocol builds a few records per effect; going through the slot
+    descriptors skips ``__init__``'s per-field ``object.__setattr__``.
+    """
+    new: EffectRecord = _NEW(EffectRecord)
+    for name, get, set_ in _RECORD_SLOTS:
+        set_(new, changes[name] if name in changes else get(record))
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,3 +307,35 @@ class RunResult:
     def done(self) -> bool:
         """True when the effect is verified to exist."""
         return self.outcome in (Outcome.COMPLETED, Outcome.SKIPPED)
+
+
+class Resolution(enum.StrEnum):
+    """A reviewer's decision on an unresolved effect."""
+
+    HAPPENED = "happened"
+    NOT_HAPPENED = "not_happened"
+    ABANDON = "abandon"
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReport:
+    """What one reconcile pass found and did.
+
+    Attributes:
+        results: one result per effect that was verified.
+        live: open effects left alone because their owner's lease is live.
+        no_verifier: keys of open effects whose kind has no registered verifier.
+        errors: ``(key, message)`` of effects whose reconcile failed (a
+            ledger error, a verifier that could not be called); the pass went
+            on with the others.
+    """
+
+    results: tuple[RunResult, ...] = ()
+    live: int = 0
+    no_verifier: tuple[str, ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def unresolved(self) -> list[RunResult]:
+        """Results still open (claimed, executing or unknown) after the pass."""
+        return [r for r in self.results if r.status in OPEN_STATUSES]

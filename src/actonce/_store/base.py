@@ -1,86 +1,74 @@
-"""The store interface every ledger backend implements, and the in-memory one.
+"""The store interfaces every ledger backend implements, per domain.
 
 A store knows rows, not rules: it offers a handful of atomic primitives and
 leaves hashing, expiry, the lifecycle and the decision table to the layers
-above. Each write primitive appends its event in the same transaction.
+above. Each write primitive that changes an effect appends its event in the
+same transaction. A lost race is a value, never an exception.
 
-- ``claim(new, expect, event)``: atomically create the record (when
-  ``expect`` is ``None``: insert if absent) or replace it (when ``expect`` is
-  ``(status, fence)``: compare-and-set). A lost race is not an error: the
-  result carries ``acquired=False`` and the record that won.
-- ``transition(expect, new, event)``: compare-and-set on ``(status, fence)``;
-  returns the new record, or ``None`` when the row no longer matches.
-- ``append_event``, ``get``, ``match_prefix``, ``select``, ``open_effects``,
-  ``counts``, ``events``, ``salt``, ``close``.
+- :class:`EffectStore`: ``claim(new, expect, event, durable=)`` (insert if
+  absent when ``expect`` is ``None``, else compare-and-set on ``(status,
+  fence)``; answers who holds the key now), ``transition(expect, new, event,
+  durable=)`` (compare-and-set; ``None`` when the row no longer matches),
+  ``extend(key, expect, lease_expires_at)`` (an owner's fenced lease
+  extension while it performs; no event: nothing changes state),
+  ``append_event``, ``get``, ``match_prefix``, ``select``, ``open_effects``,
+  ``counts``, ``duplicates``, ``events``, ``close``.
+- :class:`LeaseStore`: operator leases (see :mod:`actonce._leases`).
+- :class:`QueueStore`: work hand-out (see :mod:`actonce._queue`).
 
-Operator leases (``lease_*``, see :mod:`actonce._leases`) and work hand-out
-(``queue_*``, see :mod:`actonce._queue`) are further primitives that the
-bundled stores offer; they are not part of :class:`Store`, so a store of
-your own needs them only if you use leases or queues.
+``durable=True`` asks for the write to be on stable storage before the call
+returns (the ``executing`` mark, a reviewer's decision: see
+:data:`actonce._rules.lifecycle.DURABLE`). Write primitives raise
+:class:`~actonce.LedgerUnavailable` when nothing was written and
+:class:`~actonce.LedgerOutcomeUnknown` when a write may have committed.
 
-Write primitives raise :class:`LedgerUnavailable` when nothing was written
-and :class:`LedgerOutcomeUnknown` when a write may have committed.
+:class:`Store` and :class:`AsyncStore` are all three together: what the
+bundled backends (memory, SQLite, PostgreSQL) offer. A store of your own
+needs only :class:`EffectStore` unless you use leases or queues; run
+``actonce.testing.conformance`` against it.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import os
-import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
-from ._leases import LeaseRecord, LeaseResult
-from ._model import OPEN_STATUSES, EffectRecord, Event, Status
-from ._queue import ItemStatus, QueueItem
+from .._rules.model import EffectRecord, Event, Status
+from .records import ClaimResult, LeaseRecord, LeaseResult, QueueItem
 
-__all__ = ["REVIEW_RUN_PREFIX", "AsyncStore", "ClaimResult", "MemoryStore", "Store", "must_sync"]
-
-#: Run ids of a reviewer's decisions start with this.
-REVIEW_RUN_PREFIX = "review:"
-
-
-def must_sync(new: EffectRecord, event: Event) -> bool:
-    """Whether a write must be on stable storage before the call returns.
-
-    Only two writes must: the ``executing`` mark, because a perform starts
-    right after it (invariant 2), and a reviewer's decision, which nobody
-    could redo. Every other write may be lost by a power failure (never by a
-    process crash) without breaking a promise: a lost claim left nothing
-    performed, a lost confirmation or failure leaves the effect ``executing``
-    for reconcile to verify again. In a write-ahead log every later synced
-    commit also makes all earlier ones durable, so a claim is always durable
-    by the time its mark is.
-    """
-    return new.status is Status.EXECUTING or event.run_id.startswith(REVIEW_RUN_PREFIX)
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimResult:
-    """The answer of a claim: who holds the key now."""
-
-    acquired: bool
-    record: EffectRecord
-
+__all__ = [
+    "AsyncEffectStore",
+    "AsyncLeaseStore",
+    "AsyncQueueStore",
+    "AsyncStore",
+    "ClaimResult",
+    "EffectStore",
+    "Expect",
+    "LeaseStore",
+    "QueueStore",
+    "Store",
+]
 
 Expect = tuple[Status, int] | None
 
 
 @runtime_checkable
-class Store(Protocol):
-    """A synchronous ledger backend."""
+class EffectStore(Protocol):
+    """Effects and their history, synchronous."""
 
     def get(self, key: str) -> EffectRecord | None: ...
 
     def match_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
 
-    def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult: ...
+    def claim(
+        self, new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+    ) -> ClaimResult: ...
 
     def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event
+        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
     ) -> EffectRecord | None: ...
+
+    def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool: ...
 
     def append_event(self, event: Event) -> None: ...
 
@@ -94,24 +82,71 @@ class Store(Protocol):
 
     def counts(self) -> dict[Status, int]: ...
 
-    def salt(self) -> bytes: ...
+    def duplicates(self) -> int: ...
 
     def close(self) -> None: ...
 
 
 @runtime_checkable
-class AsyncStore(Protocol):
-    """An asynchronous ledger backend (same primitives, awaitable)."""
+class LeaseStore(Protocol):
+    """Operator leases, synchronous."""
+
+    def lease_acquire(
+        self, name: str, owner: str, now: float, expires_at: float
+    ) -> LeaseResult: ...
+
+    def lease_renew(
+        self, name: str, token: int, owner: str, now: float, expires_at: float
+    ) -> LeaseRecord | None: ...
+
+    def lease_release(self, name: str, token: int, owner: str, now: float) -> bool: ...
+
+    def lease_get(self, name: str) -> LeaseRecord | None: ...
+
+
+@runtime_checkable
+class QueueStore(Protocol):
+    """Work hand-out, synchronous."""
+
+    def queue_put(self, kind: str, payload: str, now: float) -> int: ...
+
+    def queue_take(
+        self, worker: str, now: float, lease_expires_at: float, limit: int = 1
+    ) -> list[QueueItem]: ...
+
+    def queue_extend(
+        self, item_id: int, attempt: int, worker: str, now: float, lease_expires_at: float
+    ) -> bool: ...
+
+    def queue_done(self, item_id: int, attempt: int, worker: str, now: float) -> bool: ...
+
+    def queue_counts(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class Store(EffectStore, LeaseStore, QueueStore, Protocol):
+    """A synchronous ledger backend with every domain."""
+
+
+@runtime_checkable
+class AsyncEffectStore(Protocol):
+    """Effects and their history, asynchronous (same primitives, awaitable)."""
 
     async def get(self, key: str) -> EffectRecord | None: ...
 
     async def match_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
 
-    async def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult: ...
+    async def claim(
+        self, new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+    ) -> ClaimResult: ...
 
     async def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event
+        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
     ) -> EffectRecord | None: ...
+
+    async def extend(
+        self, key: str, expect: tuple[Status, int], lease_expires_at: float
+    ) -> bool: ...
 
     async def append_event(self, event: Event) -> None: ...
 
@@ -125,214 +160,47 @@ class AsyncStore(Protocol):
 
     async def counts(self) -> dict[Status, int]: ...
 
-    async def salt(self) -> bytes: ...
+    async def duplicates(self) -> int: ...
 
     async def aclose(self) -> None: ...
 
 
-class MemoryStore:
-    """A thread-safe store in memory: for tests and for trying things out.
+@runtime_checkable
+class AsyncLeaseStore(Protocol):
+    """Operator leases, asynchronous."""
 
-    It keeps the same atomicity as the durable stores (one lock around each
-    primitive) but nothing survives the process.
-    """
+    async def lease_acquire(
+        self, name: str, owner: str, now: float, expires_at: float
+    ) -> LeaseResult: ...
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._rows: dict[str, EffectRecord] = {}
-        self._events: list[Event] = []
-        self._salt = os.urandom(32)
-        self._leases: dict[str, LeaseRecord] = {}
-        self._queue: dict[int, QueueItem] = {}
-        self.fail_next_write: BaseException | None = None
-        """Testing hook: the next write primitive raises this instead of writing."""
-
-    def _maybe_fail(self) -> None:
-        exc, self.fail_next_write = self.fail_next_write, None
-        if exc is not None:
-            raise exc
-
-    def _append(self, event: Event) -> None:
-        self._events.append(replace(event, seq=len(self._events) + 1))
-
-    def get(self, key: str) -> EffectRecord | None:
-        with self._lock:
-            return self._rows.get(key)
-
-    def match_prefix(self, prefix: str, limit: int = 2) -> list[str]:
-        with self._lock:
-            return sorted(k for k in self._rows if k.startswith(prefix))[:limit]
-
-    def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult:
-        with self._lock:
-            self._maybe_fail()
-            current = self._rows.get(new.key)
-            if expect is None:
-                if current is not None:
-                    return ClaimResult(False, current)
-            elif current is None or (current.status, current.fence) != expect:
-                if current is None:  # pragma: no cover - rows are never deleted
-                    raise AssertionError("expected a row to replace")
-                return ClaimResult(False, current)
-            self._rows[new.key] = new
-            self._append(event)
-            return ClaimResult(True, new)
-
-    def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event
-    ) -> EffectRecord | None:
-        with self._lock:
-            self._maybe_fail()
-            current = self._rows.get(new.key)
-            if current is None or (current.status, current.fence) != expect:
-                return None
-            self._rows[new.key] = new
-            self._append(event)
-            return new
-
-    def append_event(self, event: Event) -> None:
-        with self._lock:
-            self._append(event)
-
-    def events(self, key: str) -> list[Event]:
-        with self._lock:
-            return [copy.copy(e) for e in self._events if e.key == key]
-
-    def select(
-        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
-    ) -> list[EffectRecord]:
-        wanted = None if statuses is None else set(statuses)
-        with self._lock:
-            rows: Sequence[EffectRecord] = sorted(
-                (
-                    r
-                    for r in self._rows.values()
-                    if (wanted is None or r.status in wanted) and (kind is None or r.kind == kind)
-                ),
-                key=lambda r: (r.updated_at, r.key),
-            )
-            return list(rows[:limit])
-
-    def open_effects(self, limit: int = 1000) -> list[EffectRecord]:
-        return self.select(OPEN_STATUSES, limit)
-
-    def counts(self) -> dict[Status, int]:
-        with self._lock:
-            out: dict[Status, int] = {}
-            for r in self._rows.values():
-                out[r.status] = out.get(r.status, 0) + 1
-            return out
-
-    def salt(self) -> bytes:
-        return self._salt
-
-    def close(self) -> None:
-        pass
-
-    # --- operator leases (see _leases) ------------------------------------------
-
-    def lease_acquire(self, name: str, owner: str, now: float, expires_at: float) -> LeaseResult:
-        with self._lock:
-            self._maybe_fail()
-            current = self._leases.get(name)
-            if current is not None and current.live(now):
-                return LeaseResult(False, current)
-            token = 1 if current is None else current.token + 1
-            new = LeaseRecord(name, owner, token, now, now, expires_at)
-            self._leases[name] = new
-            return LeaseResult(True, new)
-
-    def lease_renew(
+    async def lease_renew(
         self, name: str, token: int, owner: str, now: float, expires_at: float
-    ) -> LeaseRecord | None:
-        with self._lock:
-            self._maybe_fail()
-            current = self._leases.get(name)
-            if current is None or (current.token, current.owner) != (token, owner):
-                return None
-            new = replace(current, heartbeat_at=now, expires_at=expires_at)
-            self._leases[name] = new
-            return new
+    ) -> LeaseRecord | None: ...
 
-    def lease_release(self, name: str, token: int, owner: str, now: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            current = self._leases.get(name)
-            if current is None or (current.token, current.owner) != (token, owner):
-                return False
-            self._leases[name] = replace(current, owner="", expires_at=now)
-            return True
+    async def lease_release(self, name: str, token: int, owner: str, now: float) -> bool: ...
 
-    def lease_get(self, name: str) -> LeaseRecord | None:
-        with self._lock:
-            return self._leases.get(name)
+    async def lease_get(self, name: str) -> LeaseRecord | None: ...
 
-    # --- work hand-out (see _queue) ----------------------------------------------
 
-    def queue_put(self, kind: str, payload: str, now: float) -> int:
-        with self._lock:
-            self._maybe_fail()
-            item_id = len(self._queue) + 1
-            self._queue[item_id] = QueueItem(
-                item_id, kind, json.loads(payload), ItemStatus.QUEUED, None, None, 0, now, now
-            )
-            return item_id
+@runtime_checkable
+class AsyncQueueStore(Protocol):
+    """Work hand-out, asynchronous."""
 
-    def queue_take(
+    async def queue_put(self, kind: str, payload: str, now: float) -> int: ...
+
+    async def queue_take(
         self, worker: str, now: float, lease_expires_at: float, limit: int = 1
-    ) -> list[QueueItem]:
-        with self._lock:
-            self._maybe_fail()
-            taken: list[QueueItem] = []
-            for item in sorted(self._queue.values(), key=lambda i: i.id):
-                if len(taken) >= limit:
-                    break
-                free = item.status is ItemStatus.QUEUED or (
-                    item.status is ItemStatus.TAKEN
-                    and item.lease_expires_at is not None
-                    and item.lease_expires_at <= now
-                )
-                if free:
-                    new = replace(
-                        item,
-                        status=ItemStatus.TAKEN,
-                        taken_by=worker,
-                        lease_expires_at=lease_expires_at,
-                        attempts=item.attempts + 1,
-                        updated_at=now,
-                    )
-                    self._queue[item.id] = new
-                    taken.append(new)
-            return taken
+    ) -> list[QueueItem]: ...
 
-    def _queue_cas(self, item_id: int, attempt: int, worker: str, **changes: Any) -> bool:
-        item = self._queue.get(item_id)
-        if item is None or (item.status, item.attempts, item.taken_by) != (
-            ItemStatus.TAKEN,
-            attempt,
-            worker,
-        ):
-            return False
-        self._queue[item_id] = replace(item, **changes)
-        return True
-
-    def queue_extend(
+    async def queue_extend(
         self, item_id: int, attempt: int, worker: str, now: float, lease_expires_at: float
-    ) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            return self._queue_cas(
-                item_id, attempt, worker, lease_expires_at=lease_expires_at, updated_at=now
-            )
+    ) -> bool: ...
 
-    def queue_done(self, item_id: int, attempt: int, worker: str, now: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            return self._queue_cas(item_id, attempt, worker, status=ItemStatus.DONE, updated_at=now)
+    async def queue_done(self, item_id: int, attempt: int, worker: str, now: float) -> bool: ...
 
-    def queue_counts(self) -> dict[str, int]:
-        with self._lock:
-            out = {s.value: 0 for s in ItemStatus}
-            for item in self._queue.values():
-                out[item.status.value] += 1
-            return out
+    async def queue_counts(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class AsyncStore(AsyncEffectStore, AsyncLeaseStore, AsyncQueueStore, Protocol):
+    """An asynchronous ledger backend with every domain."""

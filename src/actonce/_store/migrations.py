@@ -1,6 +1,6 @@
 """Numbered SQL migrations, one folder per dialect.
 
-``migrations/<dialect>/NNNN_name.sql``: the number is the schema version the
+``_store/schema/<dialect>/NNNN_name.sql``: the number is the schema version the
 file brings the ledger to. The current version is the ``schema_version`` row
 of ``actonce_meta`` (absent means 0: an empty database). Backends apply the
 pending files in order inside one transaction and refuse a ledger whose
@@ -10,12 +10,22 @@ version is newer than the newest file they ship.
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 
-from ._errors import SchemaTooNew
+from .._rules.errors import LedgerUnavailable, SchemaTooNew
 
-__all__ = ["Migration", "check_version", "migrations", "pending"]
+__all__ = [
+    "Migration",
+    "check_version",
+    "head",
+    "migrations",
+    "parse_version",
+    "pending",
+    "split_sqlite",
+]
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -29,9 +39,18 @@ class Migration:
     sql: str
 
 
+@cache
+def _load(dialect: str) -> tuple[Migration, ...]:
+    return tuple(_read(dialect))
+
+
 def migrations(dialect: str) -> list[Migration]:
     """All migrations shipped for ``dialect``, in order."""
-    folder = resources.files("actonce") / "migrations" / dialect
+    return list(_load(dialect))
+
+
+def _read(dialect: str) -> list[Migration]:
+    folder = resources.files("actonce") / "_store" / "schema" / dialect
     out = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)
@@ -46,7 +65,7 @@ def migrations(dialect: str) -> list[Migration]:
 
 def head(dialect: str) -> int:
     """The newest schema version this code understands."""
-    return len(migrations(dialect))
+    return len(_load(dialect))
 
 
 def check_version(dialect: str, current: int) -> None:
@@ -63,3 +82,29 @@ def pending(dialect: str, current: int) -> list[Migration]:
     """The migrations to apply to a ledger at version ``current``."""
     check_version(dialect, current)
     return [m for m in migrations(dialect) if m.version > current]
+
+
+def parse_version(value: str | None, where: str) -> int:
+    """The stored ``schema_version`` as a number (a clear error if it is not one)."""
+    if value is None:
+        return 0
+    if not value.isdigit():
+        raise LedgerUnavailable(
+            f"the ledger {where} has a corrupt schema_version {value[:40]!r}; refusing to use it"
+        )
+    return int(value)
+
+
+def split_sqlite(sql_text: str) -> list[str]:
+    """Split a SQLite migration into statements, keeping trigger bodies whole."""
+    statements, buf = [], ""
+    for line in sql_text.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not buf:
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

@@ -1,7 +1,8 @@
 """Mapping between records/events and database rows, shared by the SQL stores.
 
-Column order is the one in the migrations; each backend keeps its own SQL
-text but converts values here, once.
+Column order is the one in the migrations (``matches`` came with version 4
+and is last). Every backend converts values here, once; the SQL text they
+share is in :mod:`actonce._store.sql`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ._model import EffectRecord, Event, EventType, Status
+from .._rules.errors import LedgerUnavailable
+from .._rules.model import EffectRecord, Event, EventType, Status
+from .records import ItemStatus, LeaseRecord, QueueItem
 
 __all__ = [
     "EFFECT_COLUMNS",
     "EVENT_COLUMNS",
+    "LEASE_COLUMNS",
+    "QUEUE_COLUMNS",
     "event_from_row",
     "event_params",
+    "item_from_row",
+    "lease_from_row",
     "record_from_row",
     "record_params",
 ]
@@ -36,6 +43,7 @@ EFFECT_COLUMNS = (
     "created_at",
     "updated_at",
     "executing_at",
+    "matches",
 )
 EVENT_COLUMNS = (
     "key",
@@ -67,6 +75,7 @@ def record_params(r: EffectRecord) -> tuple[Any, ...]:
         r.created_at,
         r.updated_at,
         r.executing_at,
+        r.matches,
     )
 
 
@@ -81,7 +90,18 @@ assert EffectRecord.__slots__ == EFFECT_COLUMNS
 
 
 def record_from_row(row: Sequence[Any]) -> EffectRecord:
-    """An ``EffectRecord`` from a row in ``EFFECT_COLUMNS`` order."""
+    """An ``EffectRecord`` from a row in ``EFFECT_COLUMNS`` order.
+
+    Raises:
+        LedgerUnavailable: the row does not hold a valid record.
+    """
+    try:
+        return _record(row)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise LedgerUnavailable(f"the ledger holds a malformed effect row: {exc!r}") from None
+
+
+def _record(row: Sequence[Any]) -> EffectRecord:
     record: EffectRecord = _NEW(EffectRecord)
     values = (
         row[0],
@@ -98,6 +118,7 @@ def record_from_row(row: Sequence[Any]) -> EffectRecord:
         float(row[11]),
         float(row[12]),
         None if row[13] is None else float(row[13]),
+        int(row[14]),
     )
     for set_slot, value in zip(_SLOTS, values, strict=True):
         set_slot(record, value)
@@ -120,7 +141,19 @@ def event_params(e: Event) -> tuple[Any, ...]:
 
 
 def event_from_row(seq: int, row: Sequence[Any]) -> Event:
-    """An ``Event`` from ``seq`` and a row in ``EVENT_COLUMNS`` order."""
+    """An ``Event`` from ``seq`` and a row in ``EVENT_COLUMNS`` order.
+
+    Raises:
+        LedgerUnavailable: the row does not hold a valid event.
+    """
+    try:
+        return _event(seq, row)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise LedgerUnavailable(f"the ledger holds a malformed event row: {exc!r}") from None
+
+
+def _event(seq: int, row: Sequence[Any]) -> Event:
+    data = json.loads(row[8]) if row[8] else {}
     return Event(
         key=row[0],
         type=EventType(row[1]),
@@ -130,6 +163,47 @@ def event_from_row(seq: int, row: Sequence[Any]) -> Event:
         from_status=None if row[5] is None else Status(row[5]),
         to_status=None if row[6] is None else Status(row[6]),
         message=row[7],
-        data=json.loads(row[8]) if row[8] else {},
+        data=data if isinstance(data, dict) else {"value": data},
         seq=seq,
+    )
+
+
+LEASE_COLUMNS = ("name", "owner", "token", "acquired_at", "heartbeat_at", "expires_at")
+QUEUE_COLUMNS = (
+    "id",
+    "kind",
+    "payload",
+    "status",
+    "taken_by",
+    "lease_expires_at",
+    "attempts",
+    "created_at",
+    "updated_at",
+)
+
+
+def lease_from_row(row: Sequence[Any]) -> LeaseRecord:
+    """A ``LeaseRecord`` from a row in ``LEASE_COLUMNS`` order."""
+    return LeaseRecord(
+        name=str(row[0]),
+        owner=str(row[1]),
+        token=int(row[2]),
+        acquired_at=float(row[3]),
+        heartbeat_at=float(row[4]),
+        expires_at=float(row[5]),
+    )
+
+
+def item_from_row(row: Sequence[Any]) -> QueueItem:
+    """A ``QueueItem`` from a row in ``QUEUE_COLUMNS`` order."""
+    return QueueItem(
+        id=int(row[0]),
+        kind=str(row[1]),
+        payload=json.loads(row[2]),
+        status=ItemStatus(row[3]),
+        taken_by=row[4],
+        lease_expires_at=None if row[5] is None else float(row[5]),
+        attempts=int(row[6]),
+        created_at=float(row[7]),
+        updated_at=float(row[8]),
     )

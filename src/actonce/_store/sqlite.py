@@ -3,11 +3,20 @@
 WAL journal; the ``executing`` mark (and a reviewer's decision) is committed
 with ``synchronous=FULL``, so it is on stable storage before any perform
 starts; other writes use ``NORMAL`` and reach the disk with the next full
-commit (see :func:`actonce._store.must_sync` for why that is safe; pass
-``sync="all"``, or ``?sync=all`` in the URL, to fsync every commit);
-``BEGIN IMMEDIATE`` for every write (writers queue on the busy timeout instead
-of failing half-way), a partial index on open statuses. One connection per
-store object, guarded by a lock, so a store may be shared by threads.
+commit (see :data:`actonce._rules.lifecycle.DURABLE` for why that is safe;
+pass ``sync="all"``, or ``?sync=all`` in the URL, to fsync every commit);
+``BEGIN IMMEDIATE`` for every write (writers queue on the busy timeout
+instead of failing half-way), a partial index on open statuses. One
+connection per store object, guarded by a lock, so a store may be shared by
+threads.
+
+A ledger has an identity. Opening a path where no ledger exists is refused
+unless ``create=True``; a file that holds another application's tables is
+refused always; ``readonly=True`` never creates, never migrates and never
+writes. Every write first checks that the file it opened is still the file
+at its path: a ledger deleted or replaced under a running worker stops it
+with :class:`~actonce.LedgerUnavailable` instead of committing into an
+unlinked file while a new, empty ledger appears beside it.
 """
 
 from __future__ import annotations
@@ -19,110 +28,120 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from . import _migrations
-from ._errors import BadLedgerURL, LedgerOutcomeUnknown, LedgerUnavailable
-from ._leases import LEASE_COLUMNS, LeaseRecord, LeaseResult, lease_from_row
-from ._model import OPEN_STATUSES, EffectRecord, Event, Status
-from ._queue import QUEUE_COLUMNS, ItemStatus, QueueItem, item_from_row
-from ._rows import (
-    EFFECT_COLUMNS,
-    EVENT_COLUMNS,
+from .._rules.errors import (
+    BadLedgerURL,
+    LedgerNotFound,
+    LedgerOutcomeUnknown,
+    LedgerUnavailable,
+    SchemaTooOld,
+)
+from .._rules.model import EffectRecord, Event, Status
+from . import migrations as _migrations
+from . import sql as q
+from .base import Expect
+from .records import ClaimResult, ItemStatus, LeaseRecord, LeaseResult, QueueItem
+from .rows import (
     event_from_row,
     event_params,
+    item_from_row,
+    lease_from_row,
     record_from_row,
     record_params,
 )
-from ._store import ClaimResult, Expect, must_sync
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 
-_COLS = ", ".join(EFFECT_COLUMNS)
-_MARKS = ", ".join("?" for _ in EFFECT_COLUMNS)
-_SET = ", ".join(f"{c} = ?" for c in EFFECT_COLUMNS[1:])
-_EV_COLS = ", ".join(EVENT_COLUMNS)
-_EV_MARKS = ", ".join("?" for _ in EVENT_COLUMNS)
-
-SQL_GET = f"SELECT {_COLS} FROM effects WHERE key = ?"
-SQL_INSERT = f"INSERT INTO effects ({_COLS}) VALUES ({_MARKS}) ON CONFLICT (key) DO NOTHING"
-SQL_CAS = f"UPDATE effects SET {_SET} WHERE key = ? AND status = ? AND fence = ?"
-SQL_EVENT = f"INSERT INTO events ({_EV_COLS}) VALUES ({_EV_MARKS})"
-SQL_EVENTS = f"SELECT seq, {_EV_COLS} FROM events WHERE key = ? ORDER BY seq"
-SQL_OPEN = (
-    f"SELECT {_COLS} FROM effects WHERE status IN ('claimed', 'executing', 'unknown') "
-    "ORDER BY lease_expires_at LIMIT ?"
-)
-SQL_COUNTS = "SELECT status, count(*) FROM effects GROUP BY status"
-SQL_PREFIX = "SELECT key FROM effects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?"
-
-_L_COLS = ", ".join(LEASE_COLUMNS)
-SQL_LEASE_GET = f"SELECT {_L_COLS} FROM leases WHERE name = ?"
-SQL_LEASE_ACQUIRE = (
-    f"INSERT INTO leases ({_L_COLS}) VALUES (?, ?, 1, ?, ?, ?) "
-    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, token = leases.token + 1, "
-    "acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, "
-    "expires_at = excluded.expires_at "
-    f"WHERE leases.owner = '' OR leases.expires_at <= ? RETURNING {_L_COLS}"
-)
-SQL_LEASE_RENEW = (
-    "UPDATE leases SET heartbeat_at = ?, expires_at = ? "
-    f"WHERE name = ? AND token = ? AND owner = ? RETURNING {_L_COLS}"
-)
-SQL_LEASE_RELEASE = (
-    "UPDATE leases SET owner = '', expires_at = ? WHERE name = ? AND token = ? AND owner = ?"
-)
-_Q_COLS = ", ".join(QUEUE_COLUMNS)
-SQL_QUEUE_PUT = (
-    "INSERT INTO queue (kind, payload, status, created_at, updated_at) "
-    "VALUES (?, ?, 'queued', ?, ?) RETURNING id"
-)
-SQL_QUEUE_TAKE = (
+INSERT = f"INSERT INTO effects ({q.COLS}) VALUES ({q.MARKS}) ON CONFLICT (key) DO NOTHING"
+CAS = f"UPDATE effects SET {q.SET} WHERE key = ? AND status = ? AND fence = ?"
+# BEGIN IMMEDIATE serialises takers: this UPDATE ... RETURNING is what
+# FOR UPDATE SKIP LOCKED gives on PostgreSQL.
+QUEUE_TAKE = (
     "UPDATE queue SET status = 'taken', taken_by = ?, lease_expires_at = ?, "
     "attempts = attempts + 1, updated_at = ? WHERE id IN ("
     "SELECT id FROM queue WHERE status IN ('queued', 'taken') "
     "AND (status = 'queued' OR lease_expires_at <= ?) ORDER BY id LIMIT ?) "
-    f"RETURNING {_Q_COLS}"
+    f"RETURNING {q.Q_COLS}"
 )
-SQL_QUEUE_EXTEND = (
-    "UPDATE queue SET lease_expires_at = ?, updated_at = ? "
-    "WHERE id = ? AND status = 'taken' AND attempts = ? AND taken_by = ?"
-)
-SQL_QUEUE_DONE = (
-    "UPDATE queue SET status = 'done', updated_at = ? "
-    "WHERE id = ? AND status = 'taken' AND attempts = ? AND taken_by = ?"
-)
-SQL_QUEUE_COUNTS = "SELECT status, count(*) FROM queue GROUP BY status"
-assert {s.value for s in OPEN_STATUSES} == {"claimed", "executing", "unknown"}
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
 
 
 class SQLiteStore:
-    """A ledger in one SQLite file (``path``), or in memory for ``":memory:"``."""
+    """A ledger in one SQLite file (``path``), or in memory for ``":memory:"``.
+
+    Args:
+        path: the file.
+        create: make a new ledger when none exists at ``path`` (never on top
+            of another application's database).
+        readonly: open for reading only: never create, migrate or write.
+        busy_timeout: seconds a write waits for another process's lock.
+        sync: ``"marks"`` (fsync the ``executing`` marks and reviewers'
+            decisions) or ``"all"`` (fsync every commit).
+    """
 
     dialect = "sqlite"
 
-    def __init__(self, path: str, *, busy_timeout: float = 30.0, sync: str = "marks") -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        create: bool = False,
+        readonly: bool = False,
+        busy_timeout: float = 30.0,
+        sync: str = "marks",
+    ) -> None:
         if sync not in ("marks", "all"):
             raise BadLedgerURL(f"sync must be 'marks' or 'all', not {sync!r}")
+        if "\x00" in path:
+            raise BadLedgerURL("a ledger path cannot contain a NUL character")
         self.path = path
+        self.readonly = readonly
         self.sync_all = sync == "all"
         self._synchronous = "FULL"
         self._lock = threading.Lock()
+        self._identity: tuple[int, int] | None = None
+        memory = path == ":memory:"
+        if not memory:
+            parent = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(parent):
+                raise LedgerNotFound(f"no ledger at {path} (there is no folder {parent})")
+            if not os.path.exists(path) and (readonly or not create):
+                raise LedgerNotFound(
+                    f"no ledger at {path}: create it with `actonce init --ledger {path}` "
+                    "or open_ledger(url, create=True)"
+                )
         try:
-            if path != ":memory:":
-                parent = os.path.dirname(os.path.abspath(path))
-                if not os.path.isdir(parent):
-                    raise LedgerUnavailable(f"cannot open ledger {path}: no folder {parent}")
-            self._conn = sqlite3.connect(
-                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            if readonly:
+                uri = "file:" + _quote(os.path.abspath(path)) + "?mode=ro"
+                self._conn = sqlite3.connect(
+                    uri, uri=True, timeout=busy_timeout, isolation_level=None,
+                    check_same_thread=False,
+                )  # fmt: skip
+            else:
+                self._conn = sqlite3.connect(
+                    path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
-            self._migrate()
+            if not readonly:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = FULL")
+            self._open_schema(create=create or memory)
+            self.ledger_id = self._meta("ledger_id") or ""
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             raise LedgerUnavailable(f"cannot open ledger {path}: {exc}") from exc
-        self._salt = bytes.fromhex(self._meta("salt") or "")
+        except BaseException:
+            self._close_quietly()
+            raise
+        if not memory:
+            self._identity = _file_identity(path)
+
+    def _close_quietly(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
 
     # --- schema -------------------------------------------------------------
 
@@ -139,18 +158,36 @@ class SQLiteStore:
         ).fetchone()
         if not exists:
             return 0
-        return int(self._meta("schema_version") or 0)
+        return _migrations.parse_version(self._meta("schema_version"), self.path)
 
-    def _migrate(self) -> None:
+    def _open_schema(self, *, create: bool) -> None:
         current = self.schema_version()
+        head = _migrations.head(self.dialect)
         _migrations.check_version(self.dialect, current)
-        if current == _migrations.head(self.dialect):
+        if current == head:
             return
+        if current == 0:
+            tables = [str(r[0]) for r in self._conn.execute(_TABLES).fetchall()]
+            if tables:
+                raise LedgerUnavailable(
+                    f"{self.path} is not an actonce ledger (it holds the tables "
+                    f"{', '.join(sorted(tables)[:5])}); refusing to use it"
+                )
+            if not create:
+                raise LedgerNotFound(
+                    f"no ledger in {self.path} (an empty database): create it with "
+                    f"`actonce init --ledger {self.path}` or open_ledger(url, create=True)"
+                )
+        if self.readonly:
+            raise SchemaTooOld(
+                f"the ledger {self.path} has schema version {current}, this actonce needs "
+                f"{head}: open it for writing once (e.g. `actonce migrate`) to upgrade it"
+            )
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             current = self.schema_version()  # another process may have migrated meanwhile
             for m in _migrations.pending(self.dialect, current):
-                for statement in _split(m.sql):
+                for statement in _migrations.split_sqlite(m.sql):
                     self._conn.execute(statement)
                 self._conn.execute(
                     "INSERT INTO actonce_meta (name, value) VALUES ('schema_version', ?) "
@@ -159,7 +196,7 @@ class SQLiteStore:
                 )
             self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
 
     # --- plumbing -------------------------------------------------------------
@@ -171,13 +208,29 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise LedgerUnavailable(f"ledger read failed: {exc}") from exc
 
+    def _check_identity(self) -> None:
+        if self._identity is None:
+            return
+        try:
+            now = _file_identity(self.path)
+        except FileNotFoundError:
+            now = None
+        if now != self._identity:
+            what = "deleted" if now is None else "replaced by another file"
+            raise LedgerUnavailable(
+                f"the ledger {self.path} was {what} after it was opened; nothing was "
+                "written (restore it, or reconcile against the ledger that holds the marks)"
+            )
+
     def _write(
-        self, fn: Callable[[sqlite3.Connection], tuple[bool, T]], *, durable: bool = True
+        self, fn: Callable[[sqlite3.Connection], tuple[bool, T]], *, durable: bool = False
     ) -> T:
         """Run ``fn`` in one IMMEDIATE transaction; commit if it says so.
 
         ``durable`` commits are fsynced before this returns.
         """
+        if self.readonly:
+            raise LedgerUnavailable(f"the ledger {self.path} is open read-only")
         with self._lock:
             conn = self._conn
             try:
@@ -189,11 +242,15 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise LedgerUnavailable(f"ledger busy or unwritable: {exc}") from exc
             try:
+                self._check_identity()
                 keep, result = fn(conn)
             except BaseException as exc:
                 _rollback(conn)
                 if isinstance(exc, sqlite3.Error):
                     raise LedgerUnavailable(f"ledger write failed: {exc}") from exc
+                if isinstance(exc, UnicodeError | ValueError | OverflowError):
+                    # Refused while binding the values: nothing reached the file.
+                    raise LedgerUnavailable(f"ledger write refused a value: {exc}") from exc
                 raise
             if not keep:
                 _rollback(conn)
@@ -205,47 +262,58 @@ class SQLiteStore:
                 raise LedgerOutcomeUnknown(f"ledger commit failed: {exc}") from exc
             return result
 
-    # --- primitives -----------------------------------------------------------
+    # --- effects --------------------------------------------------------------
 
     def get(self, key: str) -> EffectRecord | None:
-        row = self._read(lambda c: c.execute(SQL_GET, (key,)).fetchone())
+        row = self._read(lambda c: c.execute(q.GET, (key,)).fetchone())
         return None if row is None else record_from_row(row)
 
     def match_prefix(self, prefix: str, limit: int = 2) -> list[str]:
         upper = prefix + "\U0010ffff"
-        rows = self._read(lambda c: c.execute(SQL_PREFIX, (prefix, upper, limit)).fetchall())
+        rows = self._read(lambda c: c.execute(q.PREFIX, (prefix, upper, limit)).fetchall())
         return [str(r[0]) for r in rows]
 
-    def claim(self, new: EffectRecord, expect: Expect, event: Event) -> ClaimResult:
+    def claim(
+        self, new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+    ) -> ClaimResult:
         def fn(c: sqlite3.Connection) -> tuple[bool, ClaimResult]:
             if expect is None:
-                won = c.execute(SQL_INSERT, record_params(new)).rowcount == 1
+                won = c.execute(INSERT, record_params(new)).rowcount == 1
             else:
-                won = c.execute(SQL_CAS, _cas_params(new, expect)).rowcount == 1
+                won = c.execute(CAS, _cas_params(new, expect)).rowcount == 1
             if won:
-                c.execute(SQL_EVENT, event_params(event))
+                c.execute(q.EVENT, event_params(event))
                 return True, ClaimResult(True, new)
-            row = c.execute(SQL_GET, (new.key,)).fetchone()
+            row = c.execute(q.GET, (new.key,)).fetchone()
             return False, ClaimResult(False, record_from_row(row))
 
-        return self._write(fn, durable=must_sync(new, event))
+        return self._write(fn, durable=durable)
 
     def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event
+        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
     ) -> EffectRecord | None:
         def fn(c: sqlite3.Connection) -> tuple[bool, EffectRecord | None]:
-            if c.execute(SQL_CAS, _cas_params(new, expect)).rowcount != 1:
+            if c.execute(CAS, _cas_params(new, expect)).rowcount != 1:
                 return False, None
-            c.execute(SQL_EVENT, event_params(event))
+            c.execute(q.EVENT, event_params(event))
             return True, new
 
-        return self._write(fn, durable=must_sync(new, event))
+        return self._write(fn, durable=durable)
+
+    def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
+        params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])
+
+        def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
+            done = c.execute(q.EXTEND, params).rowcount == 1
+            return done, done
+
+        return self._write(fn)
 
     def append_event(self, event: Event) -> None:
-        self._write(lambda c: (True, c.execute(SQL_EVENT, event_params(event))), durable=False)
+        self._write(lambda c: (True, c.execute(q.EVENT, event_params(event))))
 
     def events(self, key: str) -> list[Event]:
-        rows = self._read(lambda c: c.execute(SQL_EVENTS, (key,)).fetchall())
+        rows = self._read(lambda c: c.execute(q.EVENTS, (key,)).fetchall())
         return [event_from_row(int(r[0]), r[1:]) for r in rows]
 
     def select(
@@ -259,24 +327,24 @@ class SQLiteStore:
         if kind is not None:
             where.append("kind = ?")
             params.append(kind)
-        sql = f"SELECT {_COLS} FROM effects"
+        text = f"SELECT {q.COLS} FROM effects"
         if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at, key LIMIT ?"
+            text += " WHERE " + " AND ".join(where)
+        text += " ORDER BY updated_at, key LIMIT ?"
         all_params: list[Any] = [*params, limit]
-        rows = self._read(lambda c: c.execute(sql, all_params).fetchall())
+        rows = self._read(lambda c: c.execute(text, all_params).fetchall())
         return [record_from_row(r) for r in rows]
 
     def open_effects(self, limit: int = 1000) -> list[EffectRecord]:
-        rows = self._read(lambda c: c.execute(SQL_OPEN, (limit,)).fetchall())
+        rows = self._read(lambda c: c.execute(q.OPEN, (limit,)).fetchall())
         return [record_from_row(r) for r in rows]
 
     def counts(self) -> dict[Status, int]:
-        rows = self._read(lambda c: c.execute(SQL_COUNTS).fetchall())
+        rows = self._read(lambda c: c.execute(q.COUNTS).fetchall())
         return {Status(r[0]): int(r[1]) for r in rows}
 
-    def salt(self) -> bytes:
-        return self._salt
+    def duplicates(self) -> int:
+        return int(self._read(lambda c: c.execute(q.DUPLICATES).fetchone()[0]))
 
     def close(self) -> None:
         with self._lock:
@@ -286,10 +354,10 @@ class SQLiteStore:
 
     def lease_acquire(self, name: str, owner: str, now: float, expires_at: float) -> LeaseResult:
         def fn(c: sqlite3.Connection) -> tuple[bool, LeaseResult]:
-            row = c.execute(SQL_LEASE_ACQUIRE, (name, owner, now, now, expires_at, now)).fetchone()
+            row = c.execute(q.LEASE_ACQUIRE, (name, owner, now, now, expires_at, now)).fetchone()
             if row is not None:
                 return True, LeaseResult(True, lease_from_row(row))
-            held = c.execute(SQL_LEASE_GET, (name,)).fetchone()
+            held = c.execute(q.LEASE_GET, (name,)).fetchone()
             return False, LeaseResult(False, lease_from_row(held))
 
         return self._write(fn)
@@ -298,38 +366,35 @@ class SQLiteStore:
         self, name: str, token: int, owner: str, now: float, expires_at: float
     ) -> LeaseRecord | None:
         def fn(c: sqlite3.Connection) -> tuple[bool, LeaseRecord | None]:
-            row = c.execute(SQL_LEASE_RENEW, (now, expires_at, name, token, owner)).fetchone()
+            row = c.execute(q.LEASE_RENEW, (now, expires_at, name, token, owner)).fetchone()
             return row is not None, None if row is None else lease_from_row(row)
 
         return self._write(fn)
 
     def lease_release(self, name: str, token: int, owner: str, now: float) -> bool:
         def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
-            done = c.execute(SQL_LEASE_RELEASE, (now, name, token, owner)).rowcount == 1
+            done = c.execute(q.LEASE_RELEASE, (now, name, token, owner)).rowcount == 1
             return done, done
 
         return self._write(fn)
 
     def lease_get(self, name: str) -> LeaseRecord | None:
-        row = self._read(lambda c: c.execute(SQL_LEASE_GET, (name,)).fetchone())
+        row = self._read(lambda c: c.execute(q.LEASE_GET, (name,)).fetchone())
         return None if row is None else lease_from_row(row)
 
     # --- work hand-out (see _queue) ----------------------------------------------
 
     def queue_put(self, kind: str, payload: str, now: float) -> int:
         def fn(c: sqlite3.Connection) -> tuple[bool, int]:
-            return True, int(c.execute(SQL_QUEUE_PUT, (kind, payload, now, now)).fetchone()[0])
+            return True, int(c.execute(q.QUEUE_PUT, (kind, payload, now, now)).fetchone()[0])
 
         return self._write(fn)
 
     def queue_take(
         self, worker: str, now: float, lease_expires_at: float, limit: int = 1
     ) -> list[QueueItem]:
-        # BEGIN IMMEDIATE serialises takers: the UPDATE ... RETURNING below is
-        # what FOR UPDATE SKIP LOCKED gives on PostgreSQL.
         def fn(c: sqlite3.Connection) -> tuple[bool, list[QueueItem]]:
-            params = (worker, lease_expires_at, now, now, limit)
-            rows = c.execute(SQL_QUEUE_TAKE, params).fetchall()
+            rows = c.execute(QUEUE_TAKE, (worker, lease_expires_at, now, now, limit)).fetchall()
             return bool(rows), sorted((item_from_row(r) for r in rows), key=lambda i: i.id)
 
         return self._write(fn)
@@ -339,20 +404,20 @@ class SQLiteStore:
     ) -> bool:
         def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
             params = (lease_expires_at, now, item_id, attempt, worker)
-            done = c.execute(SQL_QUEUE_EXTEND, params).rowcount == 1
+            done = c.execute(q.QUEUE_EXTEND, params).rowcount == 1
             return done, done
 
         return self._write(fn)
 
     def queue_done(self, item_id: int, attempt: int, worker: str, now: float) -> bool:
         def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
-            done = c.execute(SQL_QUEUE_DONE, (now, item_id, attempt, worker)).rowcount == 1
+            done = c.execute(q.QUEUE_DONE, (now, item_id, attempt, worker)).rowcount == 1
             return done, done
 
         return self._write(fn)
 
     def queue_counts(self) -> dict[str, int]:
-        rows = self._read(lambda c: c.execute(SQL_QUEUE_COUNTS).fetchall())
+        rows = self._read(lambda c: c.execute(q.QUEUE_COUNTS).fetchall())
         out = {s.value: 0 for s in ItemStatus}
         out.update({str(r[0]): int(r[1]) for r in rows})
         return out
@@ -368,16 +433,12 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-def _split(sql: str) -> list[str]:
-    """Split a migration into statements, keeping trigger bodies whole."""
-    statements, buf = [], ""
-    for line in sql.splitlines(keepends=True):
-        if line.lstrip().startswith("--") and not buf:
-            continue
-        buf += line
-        if sqlite3.complete_statement(buf):
-            statements.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        statements.append(buf.strip())
-    return statements
+def _file_identity(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino)
+
+
+def _quote(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path, safe="/")

@@ -8,7 +8,7 @@
 - ``memory://``: the in-memory store (tests, trying things out).
 
 With no URL, ``ACTONCE_LEDGER`` is used, else ``actonce.db`` in the current
-folder.
+folder. A URL in an error message is always masked (no password).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import os
 import re
 from typing import Any
 
-from ._errors import BadLedgerURL
+from .._rules.errors import BadLedgerURL
+from .._rules.secrets import mask_url
 
 __all__ = ["DEFAULT_LEDGER", "open_store", "resolve_url", "sqlite_path"]
 
@@ -26,14 +27,19 @@ DEFAULT_LEDGER = "sqlite:///actonce.db"
 
 def resolve_url(url: str | None) -> str:
     """The URL that ``url`` (or the environment, or the default) stands for."""
-    return url or os.environ.get("ACTONCE_LEDGER") or DEFAULT_LEDGER
+    if url is not None and not isinstance(url, str):
+        raise BadLedgerURL(f"a ledger URL is a string, not {type(url).__name__}")
+    chosen = url or os.environ.get("ACTONCE_LEDGER") or DEFAULT_LEDGER
+    if "\x00" in chosen:
+        raise BadLedgerURL("a ledger URL cannot contain a NUL character")
+    return chosen
 
 
 def _check_plain_path(url: str) -> None:
     if not url.strip():
         raise BadLedgerURL("empty ledger URL")
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", url):
-        raise BadLedgerURL(f"malformed ledger URL {url!r}: expected SCHEME://...")
+        raise BadLedgerURL(f"malformed ledger URL {mask_url(url)!r}: expected SCHEME://...")
 
 
 def sqlite_path(url: str | None) -> str | None:
@@ -49,11 +55,24 @@ def sqlite_path(url: str | None) -> str | None:
     return None
 
 
-def open_store(url: str | None = None, *, prefer_async: bool = False) -> Any:
+def open_store(
+    url: str | None = None,
+    *,
+    create: bool = False,
+    readonly: bool = False,
+    prefer_async: bool = False,
+) -> Any:
     """Open the store ``url`` names (a ``Store``, or an ``AsyncStore`` when asked).
+
+    Args:
+        url: the ledger URL (see the module docstring).
+        create: make a new ledger when none exists there.
+        readonly: never create, migrate or write.
+        prefer_async: an async store where the backend has one (PostgreSQL).
 
     Raises:
         BadLedgerURL: malformed URL or unknown scheme.
+        LedgerNotFound: no ledger there, and ``create`` was not asked.
         LedgerUnavailable: the ledger cannot be opened.
         SchemaTooNew: the ledger was written by a newer actonce.
     """
@@ -61,33 +80,40 @@ def open_store(url: str | None = None, *, prefer_async: bool = False) -> Any:
     scheme, sep, rest = url.partition("://")
     if not sep:
         _check_plain_path(url)
-        from ._sqlite import SQLiteStore
+        from .sqlite import SQLiteStore
 
-        return SQLiteStore(url)
+        return SQLiteStore(url, create=create, readonly=readonly)
     scheme = scheme.lower()
     if scheme == "sqlite":
         if not rest.startswith("/") or rest == "/":
             raise BadLedgerURL(
-                f"malformed SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////abs/path.db"
+                f"malformed SQLite URL {mask_url(url)!r}: use sqlite:///relative.db "
+                "or sqlite:////abs/path.db"
             )
-        from ._sqlite import SQLiteStore
+        from .sqlite import SQLiteStore
 
         path, _, query = rest[1:].partition("?")
         options = dict(p.partition("=")[::2] for p in query.split("&") if p)
         unknown = set(options) - {"sync"}
         if unknown:
             raise BadLedgerURL(f"unknown SQLite URL option(s): {', '.join(sorted(unknown))}")
-        return SQLiteStore(path, sync=options.get("sync", "marks"))
+        return SQLiteStore(
+            path, create=create, readonly=readonly, sync=options.get("sync", "marks")
+        )
     if scheme == "memory":
-        from ._store import MemoryStore
+        from .memory import MemoryStore
 
         return MemoryStore()
     if scheme in ("postgresql", "postgres"):
         try:
-            from . import _postgres  # type: ignore[attr-defined,unused-ignore]
+            from . import postgres
         except ImportError as exc:
             raise BadLedgerURL(
                 "PostgreSQL ledgers need psycopg: pip install 'actonce[postgres]'"
             ) from exc
-        return _postgres.open_postgres(url, prefer_async=prefer_async)
-    raise BadLedgerURL(f"unknown ledger scheme {scheme!r} in {url!r} (sqlite, postgresql, memory)")
+        return postgres.open_postgres(
+            url, create=create, readonly=readonly, prefer_async=prefer_async
+        )
+    raise BadLedgerURL(
+        f"unknown ledger scheme {scheme!r} in {mask_url(url)!r} (sqlite, postgresql, memory)"
+    )

@@ -1,0 +1,277 @@
+"""The PostgreSQL primitives, written once as generators of statements.
+
+Each primitive yields the statements it needs (:class:`Stmt`) and receives
+each answer (rowcount, rows); the sync and the async store in
+:mod:`actonce._store.postgres` run them on their pools. Every write is **one
+statement** on an autocommit connection, so the statement is its own
+transaction: a claim is ``INSERT ... ON CONFLICT DO NOTHING`` and a
+transition an ``UPDATE`` compare-and-set on ``(status, fence)``, each chained
+by a CTE to the ``INSERT`` of its event, so the state change and its event
+commit together or not at all, in one round trip. A lost race costs one more
+read (the winner, returned as a value).
+
+Errors are translated at the boundary (:func:`translate`). A write that
+fails because the connection broke or the server was told to stop
+(``OperationalError``/``InterfaceError`` with SQLSTATE class 08, 57, 58, XX,
+or no SQLSTATE at all) may have committed: :class:`LedgerOutcomeUnknown`.
+A value refused on the client before anything was sent (a NUL in a text, a
+character the encoding lacks), any other server error, any read error, and
+a connection that could not be had: :class:`LedgerUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+
+from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable
+from .._rules.model import EffectRecord, Event, Status
+from . import sql as q
+from .base import Expect
+from .records import ClaimResult, ItemStatus, LeaseRecord, LeaseResult, QueueItem
+from .rows import (
+    EVENT_COLUMNS,
+    QUEUE_COLUMNS,
+    event_from_row,
+    event_params,
+    item_from_row,
+    lease_from_row,
+    record_from_row,
+    record_params,
+)
+
+__all__ = ["Answer", "Stmt", "Work", "translate"]
+
+T = TypeVar("T")
+
+# Typed, because a CTE's SELECT list gives untyped parameters no column to infer from.
+_EV_TYPED = (
+    "%s::text, %s::text, %s::float8, %s::bigint, %s::text, %s::text, %s::text, %s::text, %s::text"
+)
+assert len(EVENT_COLUMNS) == _EV_TYPED.count("%s")
+
+CLAIM_INSERT = (
+    f"WITH won AS (INSERT INTO effects ({q.COLS}) VALUES ({q.pg(q.MARKS)}) "
+    "ON CONFLICT (key) DO NOTHING RETURNING key) "
+    f"INSERT INTO events ({q.EV_COLS}) SELECT {_EV_TYPED} FROM won"
+)
+CAS = (
+    f"WITH won AS (UPDATE effects SET {q.pg(q.SET)} WHERE key = %s AND status = %s "
+    "AND fence = %s RETURNING key) "
+    f"INSERT INTO events ({q.EV_COLS}) SELECT {_EV_TYPED} FROM won"
+)
+# The CTE is always materialised, so its rows are locked once; SKIP LOCKED
+# lets concurrent takers pass each other's rows instead of queueing on them.
+QUEUE_TAKE = (
+    "WITH picked AS (SELECT id FROM queue WHERE status IN ('queued', 'taken') "
+    "AND (status = 'queued' OR lease_expires_at <= %s) ORDER BY id LIMIT %s "
+    "FOR UPDATE SKIP LOCKED) "
+    "UPDATE queue SET status = 'taken', taken_by = %s, lease_expires_at = %s, "
+    "attempts = queue.attempts + 1, updated_at = %s FROM picked WHERE queue.id = picked.id "
+    f"RETURNING {', '.join('queue.' + c for c in QUEUE_COLUMNS)}"
+)
+SERVER_TIME = "SELECT extract(epoch FROM clock_timestamp())::float8"
+GET, EVENT, EVENTS, OPEN = q.pg(q.GET), q.pg(q.EVENT), q.pg(q.EVENTS), q.pg(q.OPEN)
+PREFIX, EXTEND = q.pg(q.PREFIX), q.pg(q.EXTEND)
+LEASE_GET, LEASE_ACQUIRE = q.pg(q.LEASE_GET), q.pg(q.LEASE_ACQUIRE)
+LEASE_RENEW, LEASE_RELEASE = q.pg(q.LEASE_RENEW), q.pg(q.LEASE_RELEASE)
+QUEUE_PUT, QUEUE_EXTEND, QUEUE_DONE = q.pg(q.QUEUE_PUT), q.pg(q.QUEUE_EXTEND), q.pg(q.QUEUE_DONE)
+
+# SQLSTATE classes after which a write may have committed: connection
+# exception, operator intervention (pg_terminate_backend), system error.
+_MAYBE_COMMITTED = frozenset({"08", "57", "58", "XX"})
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """Run ``sql`` with ``params``; answer: ``(rowcount, rows)``."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+    write: bool = False
+
+
+Answer = tuple[int, list[tuple[Any, ...]]]
+Work = Generator[Stmt, Answer, T]
+
+
+def read_one(sql_text: str, params: tuple[Any, ...] = ()) -> Work[tuple[Any, ...] | None]:
+    _, rows = yield Stmt(sql_text, params)
+    return rows[0] if rows else None
+
+
+def get(key: str) -> Work[EffectRecord | None]:
+    row = yield from read_one(GET, (key,))
+    return None if row is None else record_from_row(row)
+
+
+def match_prefix(prefix: str, limit: int = 2) -> Work[list[str]]:
+    _, rows = yield Stmt(PREFIX, (prefix, prefix + "\U0010ffff", limit))
+    return [str(r[0]) for r in rows]
+
+
+def _cas_params(new: EffectRecord, expect: tuple[Status, int]) -> tuple[Any, ...]:
+    return (*record_params(new)[1:], new.key, expect[0].value, expect[1])
+
+
+def claim(
+    new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+) -> Work[ClaimResult]:
+    # Every PostgreSQL commit is durable (synchronous_commit): ``durable`` is moot.
+    if expect is None:
+        stmt = Stmt(CLAIM_INSERT, (*record_params(new), *event_params(event)), True)
+    else:
+        stmt = Stmt(CAS, (*_cas_params(new, expect), *event_params(event)), True)
+    won, _ = yield stmt
+    if won == 1:
+        return ClaimResult(True, new)
+    current = yield from get(new.key)
+    if current is None:  # pragma: no cover - rows are never deleted
+        raise LedgerUnavailable(f"effect {new.key[:16]} vanished during a claim")
+    return ClaimResult(False, current)
+
+
+def transition(
+    expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
+) -> Work[EffectRecord | None]:
+    won, _ = yield Stmt(CAS, (*_cas_params(new, expect), *event_params(event)), True)
+    return new if won == 1 else None
+
+
+def extend(key: str, expect: tuple[Status, int], lease_expires_at: float) -> Work[bool]:
+    params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])
+    done, _ = yield Stmt(EXTEND, params, True)
+    return done == 1
+
+
+def append_event(event: Event) -> Work[None]:
+    yield Stmt(EVENT, event_params(event), True)
+
+
+def events(key: str) -> Work[list[Event]]:
+    _, rows = yield Stmt(EVENTS, (key,))
+    return [event_from_row(int(r[0]), r[1:]) for r in rows]
+
+
+def select(
+    statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
+) -> Work[list[EffectRecord]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if statuses is not None:
+        where.append("status = ANY(%s)")
+        params.append([s.value for s in statuses])
+    if kind is not None:
+        where.append("kind = %s")
+        params.append(kind)
+    text = f"SELECT {q.COLS} FROM effects"
+    if where:
+        text += " WHERE " + " AND ".join(where)
+    text += " ORDER BY updated_at, key LIMIT %s"
+    _, rows = yield Stmt(text, (*params, limit))
+    return [record_from_row(r) for r in rows]
+
+
+def open_effects(limit: int = 1000) -> Work[list[EffectRecord]]:
+    _, rows = yield Stmt(OPEN, (limit,))
+    return [record_from_row(r) for r in rows]
+
+
+def counts() -> Work[dict[Status, int]]:
+    _, rows = yield Stmt(q.COUNTS)
+    return {Status(r[0]): int(r[1]) for r in rows}
+
+
+def duplicates() -> Work[int]:
+    row = yield from read_one(q.DUPLICATES)
+    return 0 if row is None else int(row[0])
+
+
+def server_time() -> Work[float]:
+    row = yield from read_one(SERVER_TIME)
+    assert row is not None
+    return float(row[0])
+
+
+def lease_acquire(name: str, owner: str, now: float, expires_at: float) -> Work[LeaseResult]:
+    _, rows = yield Stmt(LEASE_ACQUIRE, (name, owner, now, now, expires_at, now), True)
+    if rows:
+        return LeaseResult(True, lease_from_row(rows[0]))
+    held = yield from read_one(LEASE_GET, (name,))
+    if held is None:  # pragma: no cover - lease rows are never deleted
+        raise LedgerUnavailable(f"lease {name!r} vanished during an acquisition")
+    return LeaseResult(False, lease_from_row(held))
+
+
+def lease_renew(
+    name: str, token: int, owner: str, now: float, expires_at: float
+) -> Work[LeaseRecord | None]:
+    _, rows = yield Stmt(LEASE_RENEW, (now, expires_at, name, token, owner), True)
+    return lease_from_row(rows[0]) if rows else None
+
+
+def lease_release(name: str, token: int, owner: str, now: float) -> Work[bool]:
+    done, _ = yield Stmt(LEASE_RELEASE, (now, name, token, owner), True)
+    return done == 1
+
+
+def lease_get(name: str) -> Work[LeaseRecord | None]:
+    row = yield from read_one(LEASE_GET, (name,))
+    return None if row is None else lease_from_row(row)
+
+
+def queue_put(kind: str, payload: str, now: float) -> Work[int]:
+    _, rows = yield Stmt(QUEUE_PUT, (kind, payload, now, now), True)
+    return int(rows[0][0])
+
+
+def queue_take(
+    worker: str, now: float, lease_expires_at: float, limit: int = 1
+) -> Work[list[QueueItem]]:
+    params = (now, limit, worker, lease_expires_at, now)
+    _, rows = yield Stmt(QUEUE_TAKE, params, True)
+    return sorted((item_from_row(r) for r in rows), key=lambda i: i.id)
+
+
+def queue_extend(
+    item_id: int, attempt: int, worker: str, now: float, lease_expires_at: float
+) -> Work[bool]:
+    done, _ = yield Stmt(QUEUE_EXTEND, (lease_expires_at, now, item_id, attempt, worker), True)
+    return done == 1
+
+
+def queue_done(item_id: int, attempt: int, worker: str, now: float) -> Work[bool]:
+    done, _ = yield Stmt(QUEUE_DONE, (now, item_id, attempt, worker), True)
+    return done == 1
+
+
+def queue_counts() -> Work[dict[str, int]]:
+    _, rows = yield Stmt(q.QUEUE_COUNTS)
+    out = {s.value: 0 for s in ItemStatus}
+    out.update({str(r[0]): int(r[1]) for r in rows})
+    return out
+
+
+def translate(exc: Exception, stmt: Stmt) -> Exception:
+    """A driver error as actonce's: may the write have committed?"""
+    what = "write" if stmt.write else "read"
+    if not isinstance(exc, psycopg.Error):
+        # Raised while adapting a value (an encoding error): nothing was sent.
+        return LedgerUnavailable(f"ledger {what} refused a value: {exc}")
+    state = exc.sqlstate
+    broken = isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    if stmt.write and (
+        (state is None and broken) or (state is not None and state[:2] in _MAYBE_COMMITTED)
+    ):
+        return LedgerOutcomeUnknown(f"ledger write may or may not have committed: {exc}")
+    return LedgerUnavailable(f"ledger {what} failed: {exc}")
+
+
+def closed(stmt: Stmt) -> LedgerUnavailable:
+    """Nothing was sent on a connection known to be closed: surely not committed."""
+    return LedgerUnavailable(
+        f"ledger connection closed before the {'write' if stmt.write else 'read'}"
+    )

@@ -6,8 +6,15 @@ unknown state before any further action.
 
 from __future__ import annotations
 
-from ._clock import Clock, SystemClock
-from ._errors import (
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from ._effect import Effect
+from ._leases import AsyncLease, Lease
+from ._ledger import AsyncLedger, Ledger
+from ._queue import AsyncWorkQueue, WorkQueue
+from ._registry import Registry, registry
+from ._rules.errors import (
     ActOnceError,
     BadLedgerURL,
     HardStop,
@@ -17,19 +24,19 @@ from ._errors import (
     LeaseHeld,
     LeaseLost,
     LedgerError,
+    LedgerNotFound,
     LedgerOutcomeUnknown,
     LedgerUnavailable,
     NotPerformed,
     PayloadMismatch,
     ProtocolError,
     SchemaTooNew,
+    SchemaTooOld,
     UnknownEffect,
     UsageError,
 )
-from ._keys import EffectKey, canonical_json, effect_key
-from ._leases import AsyncLease, Lease, LeaseRecord
-from ._ledger import AsyncLedger, Effect, Ledger, ReconcileReport, Resolution
-from ._model import (
+from ._rules.keys import EffectKey, canonical_json, effect_key
+from ._rules.model import (
     Absent,
     Confirmed,
     EffectRecord,
@@ -37,41 +44,91 @@ from ._model import (
     EventType,
     Outcome,
     Policy,
+    ReconcileReport,
+    Resolution,
     RunResult,
     Status,
     Unavailable,
     Verdict,
 )
-from ._queue import AsyncWorkQueue, ItemStatus, QueueItem, WorkQueue
-from ._registry import Registry, registry
+from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
+from ._run.clock import Clock, SystemClock
+from ._store.base import (
+    AsyncEffectStore,
+    AsyncLeaseStore,
+    AsyncQueueStore,
+    AsyncStore,
+    EffectStore,
+    LeaseStore,
+    QueueStore,
+    Store,
+)
+from ._store.memory import MemoryStore
+from ._store.records import ClaimResult, ItemStatus, LeaseRecord, LeaseResult, QueueItem
+from ._store.sqlite import SQLiteStore
+from ._store.threads import threaded
+from ._store.urls import open_store
+
+if TYPE_CHECKING:
+    from ._store.postgres import AsyncPostgresStore, PostgresStore
 
 __version__ = "0.1.0"
 
 
-def open_ledger(url: str | None = None) -> Ledger:
+def __getattr__(name: str) -> Any:
+    # The PostgreSQL stores need psycopg (``pip install 'actonce[postgres]'``):
+    # imported on first use, so that ``import actonce`` never needs it.
+    if name in ("PostgresStore", "AsyncPostgresStore"):
+        from ._store import postgres
+
+        return getattr(postgres, name)
+    raise AttributeError(f"module 'actonce' has no attribute {name!r}")
+
+
+def open_ledger(
+    url: str | None = None,
+    *,
+    create: bool = False,
+    readonly: bool = False,
+    fingerprint_key: FingerprintKey | None = None,
+) -> Ledger:
     """Open a ledger by URL or path.
 
     ``sqlite:///path.db`` (or a plain path), ``postgresql://...``, or
     ``memory://``. With no URL: ``$ACTONCE_LEDGER``, else ``actonce.db`` in
-    the current folder. Migrations run automatically.
+    the current folder. An older schema is migrated when opened for writing.
+
+    A ledger is made once: ``create=True`` (or ``actonce init``) makes one
+    where none exists; without it a missing ledger is
+    :class:`LedgerNotFound`, so that a deleted or moved ledger is never
+    silently replaced by an empty one. ``readonly=True`` never creates,
+    migrates or writes.
     """
-    return Ledger.open(url)
+    return Ledger.open(url, create=create, readonly=readonly, fingerprint_key=fingerprint_key)
 
 
 __all__ = [
     "Absent",
     "ActOnceError",
+    "AsyncEffectStore",
     "AsyncLease",
+    "AsyncLeaseStore",
     "AsyncLedger",
+    "AsyncPostgresStore",
+    "AsyncQueueStore",
+    "AsyncStore",
     "AsyncWorkQueue",
     "BadLedgerURL",
+    "ClaimResult",
     "Clock",
     "Confirmed",
     "Effect",
     "EffectKey",
     "EffectRecord",
+    "EffectStore",
     "Event",
     "EventType",
+    "FingerprintKey",
     "HardStop",
     "InvalidKey",
     "InvalidTransition",
@@ -81,22 +138,31 @@ __all__ = [
     "LeaseHeld",
     "LeaseLost",
     "LeaseRecord",
+    "LeaseResult",
+    "LeaseStore",
     "Ledger",
     "LedgerError",
+    "LedgerNotFound",
     "LedgerOutcomeUnknown",
     "LedgerUnavailable",
+    "MemoryStore",
     "NotPerformed",
     "Outcome",
     "PayloadMismatch",
     "Policy",
+    "PostgresStore",
     "ProtocolError",
     "QueueItem",
+    "QueueStore",
     "ReconcileReport",
     "Registry",
     "Resolution",
     "RunResult",
+    "SQLiteStore",
     "SchemaTooNew",
+    "SchemaTooOld",
     "Status",
+    "Store",
     "SystemClock",
     "Unavailable",
     "UnknownEffect",
@@ -106,6 +172,25 @@ __all__ = [
     "__version__",
     "canonical_json",
     "effect_key",
+    "is_secret_name",
+    "mask_url",
     "open_ledger",
+    "open_store",
     "registry",
+    "scrub_text",
+    "scrub_url",
+    "threaded",
 ]
+
+
+def _own_public_names() -> None:
+    # Public objects say where users find them: ``actonce.Ledger``, not
+    # ``actonce._ledger.Ledger`` (reprs, docs, pickles of enums).
+    for name in __all__:
+        obj = globals().get(name)
+        if getattr(obj, "__module__", "").startswith("actonce._"):
+            with contextlib.suppress(AttributeError, TypeError):  # builtins refuse
+                obj.__module__ = "actonce"
+
+
+_own_public_names()

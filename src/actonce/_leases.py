@@ -23,72 +23,19 @@ release in ``finally`` and raise :class:`LeaseLost` when fenced out.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
+import math
 import os
 import socket
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from ._clock import Clock, SystemClock
-from ._errors import LeaseHeld, LeaseLost, UsageError
+from ._rules.errors import LeaseHeld, LeaseLost, UsageError
+from ._run.clock import Clock, SystemClock
+from ._store.records import LeaseRecord, LeaseResult
+from ._store.threads import threaded
 
-__all__ = [
-    "LEASE_COLUMNS",
-    "AsyncLease",
-    "Lease",
-    "LeaseRecord",
-    "LeaseResult",
-    "call_store",
-    "default_owner",
-    "lease_from_row",
-    "store_and_clock",
-]
-
-LEASE_COLUMNS = ("name", "owner", "token", "acquired_at", "heartbeat_at", "expires_at")
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRecord:
-    """One operator lease as the ledger holds it.
-
-    ``owner`` is empty once the lease was released; ``token`` is the fencing
-    token of the latest acquisition.
-    """
-
-    name: str
-    owner: str
-    token: int
-    acquired_at: float
-    heartbeat_at: float
-    expires_at: float
-
-    def live(self, now: float) -> bool:
-        """True while an owner holds the lease and it has not expired."""
-        return bool(self.owner) and now < self.expires_at
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseResult:
-    """The answer of an acquisition: who holds the lease now."""
-
-    acquired: bool
-    record: LeaseRecord
-
-
-def lease_from_row(row: Sequence[Any]) -> LeaseRecord:
-    """A ``LeaseRecord`` from a row in ``LEASE_COLUMNS`` order."""
-    return LeaseRecord(
-        name=str(row[0]),
-        owner=str(row[1]),
-        token=int(row[2]),
-        acquired_at=float(row[3]),
-        heartbeat_at=float(row[4]),
-        expires_at=float(row[5]),
-    )
+__all__ = ["AsyncLease", "Lease", "default_owner", "store_and_clock"]
 
 
 def default_owner() -> str:
@@ -100,14 +47,6 @@ def store_and_clock(target: Any, clock: Clock | None) -> tuple[Any, Clock]:
     """The store behind ``target`` (a ledger or a store) and the clock to use."""
     store = getattr(target, "store", target)
     return store, clock or getattr(target, "clock", None) or SystemClock()
-
-
-async def call_store(store: Any, method: str, *args: Any) -> Any:
-    """Await ``store.method(*args)``; a synchronous store runs in a thread."""
-    fn = getattr(store, method)
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args)
-    return await asyncio.to_thread(fn, *args)
 
 
 class _LeaseBase:
@@ -122,8 +61,10 @@ class _LeaseBase:
         ttl: float = 60.0,
         clock: Clock | None = None,
     ) -> None:
-        if not name:
+        if not isinstance(name, str) or not name.strip():
             raise UsageError("a lease needs a name")
+        if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not math.isfinite(ttl):
+            raise UsageError(f"a lease's ttl must be a finite number of seconds, not {ttl!r}")
         if ttl <= 0:
             raise UsageError("a lease needs a positive ttl")
         self.store, self.clock = store_and_clock(target, clock)
@@ -239,19 +180,25 @@ class AsyncLease(_LeaseBase):
     synchronous store runs in a worker thread). Use ``async with``.
     """
 
+    @property
+    def _astore(self) -> Any:
+        if getattr(self, "_threaded", None) is None:
+            self._threaded = threaded(self.store)
+        return self._threaded
+
     async def acquire(self) -> bool:
         """Take the lease if it is free or expired; ``False`` if it is held."""
-        result: LeaseResult = await call_store(self.store, "lease_acquire", *self._acquire_args())
+        result: LeaseResult = await self._astore.lease_acquire(*self._acquire_args())
         self._last = result.record
         return self._acquired(result)
 
     async def heartbeat(self) -> LeaseRecord:
         """Push the expiry ``ttl`` seconds ahead (raises :class:`LeaseLost`)."""
-        return self._renewed(await call_store(self.store, "lease_renew", *self._renew_args()))
+        return self._renewed(await self._astore.lease_renew(*self._renew_args()))
 
     async def release(self) -> None:
         """Give the lease up now (raises :class:`LeaseLost` if taken over)."""
-        self._released(await call_store(self.store, "lease_release", *self._release_args()))
+        self._released(await self._astore.lease_release(*self._release_args()))
 
     async def __aenter__(self) -> AsyncLease:
         if not await self.acquire():

@@ -21,84 +21,27 @@ RETURNING``):
 
 from __future__ import annotations
 
-import enum
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
 from typing import Any
 
-from ._clock import Clock
-from ._errors import LeaseLost, UsageError
-from ._leases import call_store, default_owner, store_and_clock
+from ._effect import fingerprint_key_from_env
+from ._leases import default_owner, store_and_clock
+from ._rules.errors import InvalidKey, LeaseLost, UsageError
+from ._rules.keys import MAX_KEY_LENGTH, canonical_json
+from ._rules.secrets import FingerprintKey, redact
+from ._run.clock import Clock
+from ._store.records import QueueItem
+from ._store.threads import threaded
 
-__all__ = [
-    "QUEUE_COLUMNS",
-    "AsyncWorkQueue",
-    "ItemStatus",
-    "QueueItem",
-    "WorkQueue",
-    "item_from_row",
-]
-
-QUEUE_COLUMNS = (
-    "id",
-    "kind",
-    "payload",
-    "status",
-    "taken_by",
-    "lease_expires_at",
-    "attempts",
-    "created_at",
-    "updated_at",
-)
+__all__ = ["AsyncWorkQueue", "WorkQueue"]
 
 
-class ItemStatus(enum.StrEnum):
-    """Where one queued item stands. The values are the stored strings."""
-
-    QUEUED = "queued"
-    TAKEN = "taken"
-    DONE = "done"
-
-
-@dataclass(frozen=True, slots=True)
-class QueueItem:
-    """One unit of work as the ledger holds it.
-
-    ``payload`` is the JSON value given to ``put``; ``attempts`` counts the
-    takes and fences the current taker.
-    """
-
-    id: int
-    kind: str
-    payload: Any
-    status: ItemStatus
-    taken_by: str | None
-    lease_expires_at: float | None
-    attempts: int
-    created_at: float
-    updated_at: float
-
-
-def item_from_row(row: Sequence[Any]) -> QueueItem:
-    """A ``QueueItem`` from a row in ``QUEUE_COLUMNS`` order."""
-    return QueueItem(
-        id=int(row[0]),
-        kind=str(row[1]),
-        payload=json.loads(row[2]),
-        status=ItemStatus(row[3]),
-        taken_by=row[4],
-        lease_expires_at=None if row[5] is None else float(row[5]),
-        attempts=int(row[6]),
-        created_at=float(row[7]),
-        updated_at=float(row[8]),
-    )
-
-
-def _payload_json(payload: Any) -> str:
+def _payload_json(payload: Any, key: FingerprintKey | None) -> str:
+    # Secrets never reach the queue table (invariant 8): a worker gets its
+    # credentials out of band (its browser profile, the environment).
     try:
-        return json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
+        return canonical_json(redact(payload, key=key).payload)
+    except InvalidKey as exc:
         raise UsageError(f"a queued payload must be JSON-able: {exc}") from exc
 
 
@@ -111,20 +54,23 @@ class _QueueBase:
         lease_seconds: float = 60.0,
         clock: Clock | None = None,
     ) -> None:
-        if lease_seconds <= 0:
-            raise UsageError("lease_seconds must be positive")
+        ok = isinstance(lease_seconds, int | float) and not isinstance(lease_seconds, bool)
+        if not ok or not math.isfinite(lease_seconds) or lease_seconds <= 0:
+            raise UsageError(f"lease_seconds must be a positive number, not {lease_seconds!r}")
         self.store, self.clock = store_and_clock(target, clock)
+        found = getattr(target, "fingerprint_key", None)
+        self.fingerprint_key = found if found is not None else fingerprint_key_from_env()
         self.worker = worker or default_owner()
         self.lease_seconds = lease_seconds
 
     def _put_args(self, kind: str, payload: Any) -> tuple[Any, ...]:
-        if not kind:
-            raise UsageError("a queued item needs a kind")
-        return (kind, _payload_json(payload), self.clock.now())
+        if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KEY_LENGTH:
+            raise UsageError("a queued item needs a kind (a non-empty string)")
+        return (kind, _payload_json(payload, self.fingerprint_key), self.clock.now())
 
     def _take_args(self, limit: int) -> tuple[Any, ...]:
-        if limit < 1:
-            raise UsageError("take at least one item")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
+            raise UsageError(f"take from 1 to 10,000 items, not {limit!r}")
         now = self.clock.now()
         return (self.worker, now, now + self.lease_seconds, limit)
 
@@ -177,24 +123,30 @@ class WorkQueue(_QueueBase):
 class AsyncWorkQueue(_QueueBase):
     """Hand work out through the ledger, asynchronously; same names as :class:`WorkQueue`."""
 
+    @property
+    def _astore(self) -> Any:
+        if getattr(self, "_threaded", None) is None:
+            self._threaded = threaded(self.store)
+        return self._threaded
+
     async def put(self, kind: str, payload: Any) -> int:
         """Queue one item; returns its id."""
-        return int(await call_store(self.store, "queue_put", *self._put_args(kind, payload)))
+        return int(await self._astore.queue_put(*self._put_args(kind, payload)))
 
     async def take(self, limit: int = 1) -> list[QueueItem]:
         """Take up to ``limit`` items nobody else holds (oldest first)."""
-        items: list[QueueItem] = await call_store(self.store, "queue_take", *self._take_args(limit))
+        items: list[QueueItem] = await self._astore.queue_take(*self._take_args(limit))
         return items
 
     async def heartbeat(self, item: QueueItem) -> None:
         """Keep a taken item ours ``lease_seconds`` longer (raises :class:`LeaseLost`)."""
-        self._check(await call_store(self.store, "queue_extend", *self._extend_args(item)), item)
+        self._check(await self._astore.queue_extend(*self._extend_args(item)), item)
 
     async def done(self, item: QueueItem) -> None:
         """Mark a taken item done (raises :class:`LeaseLost` if taken over)."""
-        self._check(await call_store(self.store, "queue_done", *self._done_args(item)), item)
+        self._check(await self._astore.queue_done(*self._done_args(item)), item)
 
     async def counts(self) -> dict[str, int]:
         """How many items are queued, taken and done."""
-        counts: dict[str, int] = await call_store(self.store, "queue_counts")
+        counts: dict[str, int] = await self._astore.queue_counts()
         return counts

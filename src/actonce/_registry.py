@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
 
-from ._errors import UsageError
-from ._model import EffectRecord, Policy, Verdict
+from ._rules.errors import UsageError
+from ._rules.model import EffectRecord, Policy, Verdict
 
 __all__ = ["Registry", "VerifierEntry", "registry"]
 
@@ -47,8 +47,12 @@ class Registry:
 
     def register(self, kind: str, verify: RecordVerifier, *, policy: Policy | None = None) -> None:
         """Register ``verify`` for ``kind`` (replacing an earlier one)."""
-        if not kind:
+        if not isinstance(kind, str) or not kind.strip():
             raise UsageError("a verifier needs a kind")
+        if not callable(verify):
+            raise UsageError(f"a verifier must be callable, not {verify!r}")
+        if policy is not None and not isinstance(policy, Policy):
+            raise UsageError(f"policy must be a Policy, not {type(policy).__name__}")
         self._entries[kind] = VerifierEntry(kind, verify, policy or Policy())
 
     def verifier(
@@ -81,10 +85,15 @@ class Registry:
         for name in names:
             try:
                 importlib.import_module(name.strip())
-            except ImportError as exc:
-                raise UsageError(f"cannot import verifier module {name!r}: {exc}") from exc
+            except Exception as exc:  # a syntax error or a failing import is the user's
+                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                raise UsageError(f"cannot import verifier module {name.strip()!r}: {why}") from exc
         for ep in metadata.entry_points(group="actonce.verifiers"):
-            ep.load()
+            try:
+                ep.load()
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                raise UsageError(f"cannot load verifier entry point {ep.name!r}: {why}") from exc
 
 
 #: The default registry used by the CLI and by ``Ledger.reconcile``.

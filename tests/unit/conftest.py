@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from actonce import AsyncLedger, Effect, Ledger, Policy, Registry, RunResult
-from actonce._sqlite import SQLiteStore
-from actonce._store import Store
+from actonce import AsyncLedger, Effect, Ledger, Policy, Registry, RunResult, SQLiteStore, Store
 from actonce.testing import FakeProvider, FrozenClock, MemoryStore
 
 #: The policy the registry uses for the fake provider's kind in reconcile.
@@ -26,7 +24,7 @@ RECONCILE_POLICY = Policy(settle_seconds=5.0, verify_attempts=1)
 def make_store(kind: str, tmp_path: Path) -> Store:
     if kind == "memory":
         return MemoryStore()
-    return SQLiteStore(str(tmp_path / "ledger.db"))
+    return SQLiteStore(str(tmp_path / "ledger.db"), create=True)
 
 
 @pytest.fixture(params=["memory", "sqlite"])

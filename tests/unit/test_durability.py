@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actonce import Ledger, Resolution, Status
-from actonce._sqlite import SQLiteStore
+from actonce import Ledger, Resolution, SQLiteStore, Status
 from actonce.testing import FakeProvider, Faults, FrozenClock
 
 
@@ -34,7 +33,7 @@ def _sync_level_of_each_commit(statements: list[str]) -> list[tuple[str, str]]:
 
 
 def test_only_the_executing_mark_is_fsynced_by_default(tmp_path: Path) -> None:
-    store = SQLiteStore(str(tmp_path / "l.db"))
+    store = SQLiteStore(str(tmp_path / "l.db"), create=True)
     seen = _traced(store)
     ledger = Ledger(store, clock=FrozenClock())
     provider = FakeProvider(clock=ledger.clock)
@@ -48,7 +47,7 @@ def test_only_the_executing_mark_is_fsynced_by_default(tmp_path: Path) -> None:
 def test_claim_as_executing_mark_is_fsynced(tmp_path: Path) -> None:
     from actonce import Policy
 
-    store = SQLiteStore(str(tmp_path / "l.db"))
+    store = SQLiteStore(str(tmp_path / "l.db"), create=True)
     seen = _traced(store)
     ledger = Ledger(store, clock=FrozenClock())
     provider = FakeProvider(clock=ledger.clock)
@@ -59,7 +58,7 @@ def test_claim_as_executing_mark_is_fsynced(tmp_path: Path) -> None:
 def test_a_reviewers_decision_is_fsynced(tmp_path: Path) -> None:
     from actonce import Policy
 
-    store = SQLiteStore(str(tmp_path / "l.db"))
+    store = SQLiteStore(str(tmp_path / "l.db"), create=True)
     ledger = Ledger(store, clock=FrozenClock())
     provider = FakeProvider(clock=ledger.clock, faults=Faults(visibility_delay=1e9))
     result = ledger.run(provider.effect("r1", policy=Policy(verify_attempts=1, settle_seconds=0)))
@@ -71,7 +70,9 @@ def test_a_reviewers_decision_is_fsynced(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("url_suffix", ["?sync=all"])
 def test_sync_all_fsyncs_every_commit(tmp_path: Path, url_suffix: str) -> None:
-    ledger = Ledger.open(f"sqlite:///{tmp_path / 'l.db'}{url_suffix}", clock=FrozenClock())
+    ledger = Ledger.open(
+        f"sqlite:///{tmp_path / 'l.db'}{url_suffix}", clock=FrozenClock(), create=True
+    )
     assert isinstance(ledger.store, SQLiteStore)
     seen = _traced(ledger.store)
     provider = FakeProvider(clock=ledger.clock)

@@ -17,17 +17,25 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPORTED = [
     "Absent",
     "ActOnceError",
+    "AsyncEffectStore",
     "AsyncLease",
+    "AsyncLeaseStore",
     "AsyncLedger",
+    "AsyncPostgresStore",
+    "AsyncQueueStore",
+    "AsyncStore",
     "AsyncWorkQueue",
     "BadLedgerURL",
+    "ClaimResult",
     "Clock",
     "Confirmed",
     "Effect",
     "EffectKey",
     "EffectRecord",
+    "EffectStore",
     "Event",
     "EventType",
+    "FingerprintKey",
     "HardStop",
     "InvalidKey",
     "InvalidTransition",
@@ -37,22 +45,31 @@ EXPORTED = [
     "LeaseHeld",
     "LeaseLost",
     "LeaseRecord",
+    "LeaseResult",
+    "LeaseStore",
     "Ledger",
     "LedgerError",
+    "LedgerNotFound",
     "LedgerOutcomeUnknown",
     "LedgerUnavailable",
+    "MemoryStore",
     "NotPerformed",
     "Outcome",
     "PayloadMismatch",
     "Policy",
+    "PostgresStore",
     "ProtocolError",
     "QueueItem",
+    "QueueStore",
     "ReconcileReport",
     "Registry",
     "Resolution",
     "RunResult",
+    "SQLiteStore",
     "SchemaTooNew",
+    "SchemaTooOld",
     "Status",
+    "Store",
     "SystemClock",
     "Unavailable",
     "UnknownEffect",
@@ -62,8 +79,14 @@ EXPORTED = [
     "__version__",
     "canonical_json",
     "effect_key",
+    "is_secret_name",
+    "mask_url",
     "open_ledger",
+    "open_store",
     "registry",
+    "scrub_text",
+    "scrub_url",
+    "threaded",
 ]
 
 
@@ -88,7 +111,7 @@ def test_every_exported_name_exists_and_public_ones_are_documented(module: objec
 def test_exported_objects_claim_the_public_module() -> None:
     # Private modules are an implementation detail; errors say where they live.
     for name in ("Ledger", "Effect", "ActOnceError", "Status"):
-        assert getattr(actonce, name).__module__.startswith("actonce.")
+        assert getattr(actonce, name).__module__ == "actonce"
 
 
 @pytest.mark.skipif(shutil.which("mypy") is None, reason="mypy is not installed")

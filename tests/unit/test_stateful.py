@@ -44,24 +44,15 @@ from actonce import (
     Ledger,
     Policy,
     Registry,
+    Resolution,
+    SQLiteStore,
     Status,
+    Store,
 )
-from actonce._ledger import Resolution
-from actonce._lifecycle import check_transition
-from actonce._protocol import (
-    NOW,
-    PERFORM,
-    PRECONDITION,
-    VERIFY,
-    Call,
-    Evidence,
-    Plan,
-    Point,
-    Sleep,
-    run_effect,
-)
-from actonce._sqlite import SQLiteStore
-from actonce._store import Store
+from actonce._rules.lifecycle import check_transition
+from actonce._run import ops
+from actonce._run.drive import perform_answer
+from actonce._run.effect import Plan, run_effect
 from actonce.testing import FakeProvider, FrozenClock, MemoryStore
 
 REFS = ("a", "b")
@@ -115,7 +106,7 @@ class TwoWorkers(RuleBasedStateMachine):
             self.store: Store = MemoryStore()
         else:
             assert self.tmp is not None
-            self.store = SQLiteStore(str(self.tmp / f"{uuid.uuid4().hex}.db"))
+            self.store = SQLiteStore(str(self.tmp / f"{uuid.uuid4().hex}.db"), create=True)
         self.registry = Registry()
         for ref in REFS:
             self.registry.register(f"kind-{ref}", self.provider.verifier, policy=POLICIES[ref])
@@ -140,42 +131,46 @@ class TwoWorkers(RuleBasedStateMachine):
     def _plan(self, ref: str, worker: Worker, verify_after_claim: bool) -> Plan:
         effect = self.effects[ref]
         policy = Policy(**{**_fields(POLICIES[ref]), "verify_after_claim": verify_after_claim})
-        plan = self.ledger._plan(effect, self.store.salt(), f"{worker.name}-{uuid.uuid4().hex[:6]}")
+        plan = self.ledger._plan(effect, f"{worker.name}-{uuid.uuid4().hex[:6]}")
         return Plan(**{**_fields(plan), "policy": policy})
 
     def _execute(self, worker: Worker) -> Any:
         op = worker.op
         assert worker.ref is not None
-        if isinstance(op, Call):
-            result = getattr(self.store, op.method)(*op.args)
-            new = (
-                op.args[0]
-                if op.method == "claim"
-                else op.args[1]
-                if op.method == "transition"
-                else None
-            )
-            won = (op.method == "claim" and result.acquired) or (
-                op.method == "transition" and result is not None
-            )
-            if new is not None and won and new.status is Status.EXECUTING:
-                worker.marked_lease = new.lease_expires_at
+        if isinstance(op, ops.Claim | ops.Transition):
+            if isinstance(op, ops.Claim):
+                result: Any = self.store.claim(op.new, op.expect, op.event)
+                won = result.acquired
+            else:
+                result = self.store.transition(op.expect, op.new, op.event)
+                won = result is not None
+            if won and op.new.status is Status.EXECUTING:
+                worker.marked_lease = op.new.lease_expires_at
             return result
-        if op is NOW:
-            return self.clock.now()
-        if op is VERIFY:
-            return self.provider.lookup(worker.ref)
-        if op is PERFORM:
+        if isinstance(op, ops.Get):
+            return self.store.get(op.key)
+        if isinstance(op, ops.AppendEvent):
+            self.store.append_event(op.event)
+            return None
+        if isinstance(op, ops.Now):
+            return ops.Tick(self.clock.now(), self.clock.monotonic(), self.clock.trusted())
+        if isinstance(op, ops.Verify):
+            verdict = self.provider.lookup(worker.ref)
+            now = ops.Tick(self.clock.now(), self.clock.monotonic(), self.clock.trusted())
+            return ops.Verified(verdict, now)
+        if isinstance(op, ops.Perform):
             worker.marked_lease = None
+            started = self.clock.monotonic()
+            error: Exception | None = None
             try:
                 self.provider.submit(worker.ref, {"ref": worker.ref})
             except Exception as exc:
-                return exc
-            return None
-        if isinstance(op, Sleep):
+                error = exc
+            return perform_answer(None, error, started, self.clock, False)
+        if isinstance(op, ops.Sleep):
             self.clock.advance(op.seconds)
             return None
-        if isinstance(op, Point | Evidence) or op is PRECONDITION:
+        if isinstance(op, ops.Point | ops.Evidence | ops.Precondition):
             return None
         raise AssertionError(op)
 
@@ -247,7 +242,7 @@ class TwoWorkers(RuleBasedStateMachine):
             if (
                 worker.marked_lease is not None
                 and now >= worker.marked_lease
-                and (worker.op is PERFORM)
+                and isinstance(worker.op, ops.Perform)
             ):
                 worker.drop()
 
@@ -357,7 +352,7 @@ def test_an_owner_paused_after_its_mark_past_its_lease_declines() -> None:
     m = TwoWorkers()
     try:
         m.start(0, "a", False)  # no re-verify: the claim is the executing mark
-        while m.workers[0].op is not NOW or m.store.get(m._key("a")) is None:
+        while not isinstance(m.workers[0].op, ops.Now) or m.store.get(m._key("a")) is None:
             m.step(0, 1)
         record = m.store.get(m._key("a"))
         assert record is not None and record.status is Status.EXECUTING
@@ -390,7 +385,7 @@ def test_an_owner_frozen_after_its_lease_check_can_duplicate() -> None:
     m = TwoWorkers()
     try:
         m.start(0, "a", False)
-        while m.workers[0].op is not PERFORM:
+        while not isinstance(m.workers[0].op, ops.Perform):
             m.step(0, 1)
         m.clock.advance(13.0)  # frozen past lease (10 s) + settle (2 s)
         m.ledger.reconcile()

@@ -1,30 +1,34 @@
-"""The run protocol, written once as a generator of operations.
+"""The effect protocol, written once as a generator of typed operations.
 
 Theory of operation. ``run_effect`` and ``reconcile_effect`` never do I/O.
-They *yield* what they need (a store primitive, a verification, the
-precondition, the perform, a pause, the time, a crash point) and receive the
-answer; a sync driver and an async driver in ``_ledger`` execute the
-operations. Every choice between steps is asked of the decision table
-(``_decision.decide``); every write goes through :func:`_move`, which checks
-the lifecycle and compare-and-sets on (status, fence) with its event.
+They *yield* what they need (an :mod:`~actonce._run.ops` operation: a store
+primitive, a verification, the precondition, the perform, the time, a pause,
+a crash point) and receive the answer; the drivers in ``drive`` execute the
+operations, and the explorer answers them itself. Every choice between steps
+is asked of the decision table (``decide``), every outcome of ``outcome_of``;
+every write goes through :func:`_move` or :func:`_claim`, which check the
+lifecycle and compare-and-set on (status, fence) with their one event.
 
 The order for one effect (seed 001, "Write the Claim Before the Click"):
 load → verify → precondition → atomic claim → verify again → durable
-``executing`` mark → perform once → verify with backoff → confirm, fail,
-unknown or review. A ledger error before the mark aborts without performing.
+``executing`` mark → lease check → perform once (the driver extends the
+lease meanwhile) → verify with backoff, the owner's settle window counted
+from the end of its perform → confirm, fail, unknown or review. A ledger
+error before the mark aborts without performing; a perform that finds its
+claim superseded afterwards raises the alarm (``needs_review``) instead of
+settling anything.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from . import _decision as d
-from ._errors import HardStop, LedgerError, NotPerformed, PayloadMismatch
-from ._lifecycle import check_transition
-from ._model import (
+from .._rules import decision as d
+from .._rules.errors import HardStop, LedgerError, NotPerformed, PayloadMismatch
+from .._rules.lifecycle import check_transition
+from .._rules.model import (
     Confirmed,
     EffectRecord,
     Event,
@@ -35,83 +39,41 @@ from ._model import (
     Status,
     Unavailable,
     Verdict,
+    evolve,
 )
-
-__all__ = [
-    "NOW",
-    "PERFORM",
-    "PRECONDITION",
-    "VERIFY",
-    "Call",
-    "Evidence",
-    "Mode",
-    "Op",
-    "Plan",
-    "Point",
-    "Sleep",
-    "needs_reconcile",
-    "reconcile_effect",
-    "run_effect",
-]
-
-
-# --- operations ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """Call store primitive ``method`` with ``args``; answer: its return value."""
-
-    method: str
-    args: tuple[Any, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Sleep:
-    """Pause (between two read-only verification attempts)."""
-
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """Capture evidence under ``label``; answer: a reference or ``None``."""
-
-    label: str
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """Pass a named crash point."""
-
-    name: str
-
-
-class _Simple(enum.Enum):
-    NOW = "now"  # answer: the time
-    VERIFY = "verify"  # answer: a Verdict (exceptions become Unavailable)
-    PRECONDITION = "precondition"  # answer: bool (HardStop is thrown back in)
-    PERFORM = "perform"  # answer: the exception perform raised, or None
-
-
-NOW, VERIFY, PRECONDITION, PERFORM = (
-    _Simple.NOW,
-    _Simple.VERIFY,
-    _Simple.PRECONDITION,
-    _Simple.PERFORM,
+from .._rules.text import storable_data, world_text
+from .ops import (
+    NOW,
+    PRECONDITION,
+    VERIFY,
+    AppendEvent,
+    Claim,
+    Evidence,
+    Get,
+    Op,
+    Perform,
+    Performed,
+    Point,
+    Sleep,
+    Tick,
+    Transition,
+    Verified,
 )
-Op = Call | Sleep | Evidence | Point | _Simple
+from .points import CrashPoint as P
+
+__all__ = ["Plan", "needs_reconcile", "reconcile_effect", "run_effect"]
+
 Steps = Generator[Op, Any, RunResult]
-
-
-class Mode(enum.Enum):
-    RUN = "run"
-    RECONCILE = "reconcile"
+Sit, Obs, Act = d.Situation, d.Observation, d.Action
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What the protocol knows of one effect, prepared by the ledger."""
+    """What the protocol knows of one effect, prepared by the ledger.
+
+    ``secrets`` are the values redacted from the payload: kept in memory
+    only, to scrub them out of messages about this effect.
+    """
 
     key: str
     kind: str
@@ -122,10 +84,12 @@ class Plan:
     run_id: str
     has_precondition: bool = False
     has_evidence: bool = False
+    secrets: tuple[str, ...] = ()
 
 
 _MAX_STEPS = 40
-_RECONCILABLE = frozenset({d.Situation.STALE_CLAIM, d.Situation.ORPHANED, d.Situation.UNKNOWN})
+_RECORDED = (P.AFTER_RECORD,)
+_RECONCILABLE = frozenset({Sit.STALE_CLAIM, Sit.ORPHANED, Sit.UNKNOWN})
 
 
 # --- entry points ---------------------------------------------------------------
@@ -133,179 +97,200 @@ _RECONCILABLE = frozenset({d.Situation.STALE_CLAIM, d.Situation.ORPHANED, d.Situ
 
 def run_effect(plan: Plan) -> Steps:
     """Run one effect: at most one perform, or an explicit unknown state."""
-    now = yield NOW
-    record: EffectRecord | None = yield Call("get", (plan.key,))
+    tick: Tick = yield NOW
+    record: EffectRecord | None = yield Get(plan.key)
     if record is not None and record.payload_hash != plan.payload_hash:
-        yield Call(
-            "append_event",
-            (
-                _event(
-                    plan,
-                    record,
-                    EventType.PAYLOAD_MISMATCH,
-                    now,
-                    message=f"refused payload {plan.payload_hash}",
-                ),
-            ),
-        )
+        event = _event(plan, record, EventType.PAYLOAD_MISMATCH, tick.now)
+        yield AppendEvent(_with(event, message=f"refused payload {plan.payload_hash}"))
         raise PayloadMismatch(plan.key, record.payload_hash, plan.payload_hash)
-    return (yield from _loop(plan, record, now, Mode.RUN))
+    return (yield from _loop(plan, record, tick, reconcile=False))
 
 
-def needs_reconcile(record: EffectRecord, now: float) -> bool:
+def needs_reconcile(record: EffectRecord, now: float, *, trusted: bool = True) -> bool:
     """True for a stale claim, an orphaned executing mark or an unknown outcome."""
-    return d.situation_of(record, now=now, my_fence=None) in _RECONCILABLE
+    return d.situation_of(record, now=now, my_fence=None, trusted=trusted) in _RECONCILABLE
 
 
 def reconcile_effect(plan: Plan, record: EffectRecord) -> Steps:
     """Resolve one unfinished effect by verification; never performs or claims."""
-    now = yield NOW
-    if not needs_reconcile(record, now):
-        return _result(Outcome.DEFERRED, record, "owner's lease is live; left alone")
-    return (yield from _loop(plan, record, now, Mode.RECONCILE))
+    tick: Tick = yield NOW
+    if not needs_reconcile(record, tick.now, trusted=tick.trusted):
+        why = "owner's lease is live" if tick.trusted else "the ledger clock stepped"
+        return _result(Outcome.DEFERRED, record, f"{why}; left alone")
+    return (yield from _loop(plan, record, tick, reconcile=True))
 
 
 # --- the loop ---------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _State:
     record: EffectRecord | None
-    now: float
+    tick: Tick
+    reconcile: bool
     verdict: Verdict | None = None
     my_fence: int | None = None
     performed: bool = False
+    done: Performed | None = None
     perform_error: str | None = None
     hard_stop: str | None = None
     declined: bool = False
     precondition_checked: bool = False
+    evidence: str | None = None
+
+    def situation(self) -> d.Situation:
+        return d.situation_of(
+            self.record,
+            now=self.tick.now,
+            my_fence=self.my_fence,
+            declined=self.declined,
+            performed=self.performed,
+            trusted=self.tick.trusted,
+        )
+
+    def observation(self, policy: Policy) -> d.Observation:
+        done = self.done
+        return d.observe(
+            self.verdict,
+            self.record,
+            policy=policy,
+            now=self.tick.now,
+            my_fence=self.my_fence,
+            since_perform=None if done is None else self.tick.mono - done.ended.mono,
+            trusted=self.tick.trusted,
+        )
+
+    def end(self, action: d.Action, sit: d.Situation) -> Outcome | None:
+        return d.outcome_of(
+            action,
+            sit,
+            reconcile=self.reconcile,
+            performed=self.performed,
+            hard_stop=self.hard_stop is not None,
+            status=None if self.record is None else self.record.status,
+        )
 
 
-def _loop(plan: Plan, record: EffectRecord | None, now: float, mode: Mode) -> Steps:
-    st = _State(record, now)
+def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: bool) -> Steps:
+    st = _State(record, tick, reconcile)
     for _ in range(_MAX_STEPS):
-        sit = d.situation_of(st.record, now=st.now, my_fence=st.my_fence, declined=st.declined)
-        obs = d.observe(st.verdict, st.record, policy=plan.policy, now=st.now, my_fence=st.my_fence)
+        sit = st.situation()
+        obs = st.observation(plan.policy)
         act = d.decide(sit, obs)
-
-        if act is d.Action.VERIFY:
+        if act is Act.VERIFY:
             yield from _verify(plan, st, sit)
             continue
-        if act is d.Action.FINISHED:
-            assert st.record is not None
-            done = st.record.status is Status.CONFIRMED
-            outcome = Outcome.SKIPPED if done else Outcome.ABANDONED
-            if done and st.performed:
-                outcome = Outcome.COMPLETED
-            return _result(outcome, st.record, None if done else st.record.reason, st)
-        if act is d.Action.HOLD:
-            reason = (st.record.reason if st.record else None) or "outcome unresolved"
-            return _result(Outcome.NEEDS_REVIEW, st.record, reason, st)
-        if act is d.Action.DEFER:
-            return (yield from _defer(plan, st, sit, obs))
-        if act is d.Action.RECORD_CONFIRMED:
-            result = yield from _record_confirmed(plan, st)
-            if result is not None:
-                return result
+        if act is Act.EXECUTE:
+            yield from _execute(plan, st)
             continue
-        if act is d.Action.CLAIM:
-            if mode is Mode.RECONCILE:
-                return _result(Outcome.FAILED, st.record, "released: nothing was performed", st)
-            if st.hard_stop:  # invariant 9: no further mutation in this run
-                return _result(Outcome.HARD_STOP, st.record, f"hard stop: {st.hard_stop}", st)
-            if st.performed:  # invariant 3: a perform is never retried within a run
-                reason = f"failed after this run's perform ({st.perform_error}); replan"
-                return _result(Outcome.FAILED, st.record, reason, st)
+        if act is Act.CLAIM:
+            if reconcile or st.hard_stop is not None or st.performed:
+                return _finish(st, act, sit, _claim_refused(st))
             result = yield from _claim(plan, st, obs)
             if result is not None:
                 return result
             continue
-        if act is d.Action.EXECUTE:
-            yield from _execute(plan, st)
-            continue
-        if act in _MOVES:
-            result = yield from _apply_move(plan, st, act, sit, mode)
-            if result is not None:
-                return result
-            continue
-        raise AssertionError(f"unhandled action {act}")  # pragma: no cover
+        if act is Act.RECORD_CONFIRMED:
+            moved = yield from _record_confirmed(plan, st)
+        elif act is Act.ALARM:
+            moved = yield from _alarm(plan, st)
+        elif act in d.MOVES:
+            moved = yield from _apply_move(plan, st, act)
+        elif act is Act.DEFER:
+            return (yield from _defer(plan, st, sit))
+        else:  # FINISHED, HOLD: nothing to write
+            return _finish(st, act, sit, _held_reason(st, act))
+        if moved:
+            outcome = st.end(act, sit)
+            if outcome is not None:
+                reason = None if act is Act.RECORD_CONFIRMED else _reason_of(act, st)
+                return _result(outcome, st.record, reason, st)
     return _result(Outcome.DEFERRED, st.record, "the record kept changing; try again", st)
 
 
-_MOVES = {
-    d.Action.RELEASE: Status.FAILED,
-    d.Action.MARK_FAILED: Status.FAILED,
-    d.Action.MARK_UNKNOWN: Status.UNKNOWN,
-    d.Action.NEEDS_REVIEW: Status.NEEDS_REVIEW,
-}
+def _finish(st: _State, act: d.Action, sit: d.Situation, reason: str | None) -> RunResult:
+    outcome = st.end(act, sit)
+    assert outcome is not None  # FINISHED, HOLD, DEFER and a refused CLAIM all end the run
+    return _result(outcome, st.record, reason, st)
+
+
+def _claim_refused(st: _State) -> str:
+    if st.hard_stop is not None:  # invariant 9: no further mutation in this run
+        return f"hard stop: {st.hard_stop}"
+    if st.performed:  # invariant 3: a perform is never retried within a run
+        return f"failed after this run's perform ({st.perform_error}); replan"
+    return "released: nothing was performed"
+
+
+def _held_reason(st: _State, act: d.Action) -> str | None:
+    record = st.record
+    if record is None or (act is Act.FINISHED and record.status is Status.CONFIRMED):
+        return None
+    if act is Act.HOLD:
+        return record.reason or "outcome unresolved"
+    return record.reason
 
 
 def _verify(plan: Plan, st: _State, sit: d.Situation) -> Generator[Op, Any, None]:
     """One verification round: read-only, retried with backoff while worth it."""
     attempt = 1
     while True:
-        st.verdict = yield VERIFY
-        st.now = yield NOW
-        obs = d.observe(st.verdict, st.record, policy=plan.policy, now=st.now, my_fence=st.my_fence)
+        verified: Verified = yield VERIFY
+        st.verdict, st.tick = verified
+        obs = st.observation(plan.policy)
         if (sit, obs) not in d.RETRYABLE or attempt >= plan.policy.verify_attempts:
             return
         yield Sleep(plan.policy.backoff(attempt))
         attempt += 1
 
 
-def _defer(plan: Plan, st: _State, sit: d.Situation, obs: d.Observation) -> Steps:
-    if isinstance(st.verdict, Unavailable):
-        yield Call(
-            "append_event",
-            (
-                _event(
-                    plan,
-                    st.record,
-                    EventType.VERIFICATION_UNAVAILABLE,
-                    st.now,
-                    message=st.verdict.reason,
-                ),
-            ),
-        )
-        reason = f"verification unavailable: {st.verdict.reason}"
+def _defer(plan: Plan, st: _State, sit: d.Situation) -> Steps:
+    verdict = st.verdict
+    if isinstance(verdict, Unavailable):
+        why = world_text(verdict.reason, plan.secrets)
+        event = _event(plan, st.record, EventType.VERIFICATION_UNAVAILABLE, st.tick.now)
+        yield AppendEvent(_with(event, message=why))
+        reason = f"verification unavailable: {why}"
+    elif not st.tick.trusted:
+        reason = "the ledger clock stepped: another owner's lease counts as live"
     else:
         reason = "another worker owns this effect"
-    return _result(Outcome.DEFERRED, st.record, reason, st)
+    return _finish(st, Act.DEFER, sit, reason)
 
 
-def _record_confirmed(plan: Plan, st: _State) -> Generator[Op, Any, RunResult | None]:
-    assert isinstance(st.verdict, Confirmed)
-    ref = st.verdict.result_ref
-    yield Point("before_record")
+def _record_confirmed(plan: Plan, st: _State) -> Generator[Op, Any, bool]:
+    verdict = st.verdict
+    assert isinstance(verdict, Confirmed)
+    ref = None if verdict.result_ref is None else world_text(verdict.result_ref, plan.secrets)
+    data = _perform_data(st)
+    data["result_ref"] = ref
+    if st.evidence:
+        data["evidence"] = world_text(st.evidence, plan.secrets, limit=500)
     if st.record is None:
-        new = _fresh(plan, st.now, Status.CONFIRMED, fence=1, result_ref=ref)
-        claim = yield Call(
-            "claim",
-            (
-                new,
-                None,
-                _event(
-                    plan,
-                    new,
-                    EventType.CONFIRMED,
-                    st.now,
-                    to_status=Status.CONFIRMED,
-                    message="result existed before any claim",
-                    data={"result_ref": ref},
-                ),
-            ),
+        new = _fresh(plan, st.tick.now, Status.CONFIRMED, fence=1, result_ref=ref, matches=1)
+        event = _event(plan, new, EventType.CONFIRMED, st.tick.now)
+        event = _with(
+            event, to_status=Status.CONFIRMED, message="result existed before any claim", data=data
         )
+        claim = yield Claim(new, None, event, before=P.BEFORE_RECORD, after=_RECORDED)
         st.record = claim.record
-        if not claim.acquired:
-            return None
-        yield Point("after_record")
-        return _result(Outcome.SKIPPED, st.record, None, st)
-    moved = yield from _move(plan, st, Status.CONFIRMED, None, result_ref=ref)
-    if not moved:
-        return None
-    yield Point("after_record")
-    outcome = Outcome.COMPLETED if st.performed else Outcome.SKIPPED
-    return _result(outcome, st.record, None, st)
+        return bool(claim.acquired)
+    message = (
+        None if st.perform_error is None else f"confirmed; the perform raised {st.perform_error}"
+    )
+    return (
+        yield from _move(
+            plan,
+            st,
+            Status.CONFIRMED,
+            message,
+            data=data,
+            before=P.BEFORE_RECORD,
+            result_ref=ref,
+            matches=1,
+            **_lease(st),
+        )
+    )
 
 
 def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, RunResult | None]:
@@ -313,95 +298,86 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
         try:
             ok = yield PRECONDITION
         except HardStop as exc:
-            return (yield from _hard_stop_before(plan, st, exc.reason))
+            reason = world_text(exc.reason, plan.secrets)
+            event = _event(plan, st.record, EventType.HARD_STOP, st.tick.now)
+            yield AppendEvent(_with(event, message=reason))
+            return _result(Outcome.HARD_STOP, st.record, reason, st)
         st.precondition_checked = True
         if not ok:
-            assert d.decide(d.Situation.PRECONDITION_FALSE, obs) is d.Action.STOP
-            yield Call(
-                "append_event",
-                (
-                    _event(
-                        plan,
-                        st.record,
-                        EventType.PRECONDITION_FAILED,
-                        st.now,
-                        message="precondition no longer holds",
-                    ),
-                ),
-            )
-            return _result(Outcome.FAILED, st.record, "precondition no longer holds", st)
+            act = d.decide(Sit.PRECONDITION_FALSE, obs)  # STOP: end without claiming
+            why = "precondition no longer holds"
+            event = _event(plan, st.record, EventType.PRECONDITION_FAILED, st.tick.now)
+            yield AppendEvent(_with(event, message=why))
+            return _finish(st, act, Sit.PRECONDITION_FALSE, why)
     prev = st.record
     direct = not plan.policy.verify_after_claim
     status = Status.EXECUTING if direct else Status.CLAIMED
     fence = 1 if prev is None else prev.fence + 1
     check_transition(None if prev is None else prev.status, status)
-    expect = None if prev is None else (prev.status, prev.fence)
-    yield Point("before_claim")
     # The claim (for a direct claim, the executing mark itself) carries the
     # time of its write. A time read before a pause (a slow precondition, a
     # stopped process) would give it a lease that has already expired and a
     # settle window that has already passed: others would take the fresh mark
-    # for an orphan, and absence for proof that nothing happened.
-    st.now = yield NOW
-    new = _fresh(plan, st.now, status, fence=fence, created_at=prev.created_at if prev else None)
-    event = _event(
-        plan,
-        new,
-        EventType(status.value),
-        st.now,
+    # for an orphan, and absence for proof that nothing happened. So the crash
+    # point before it is an operation of its own, and the time is read after it.
+    yield Point(P.BEFORE_CLAIM)
+    st.tick = yield NOW
+    now = st.tick.now
+    created = None if prev is None else prev.created_at
+    new = _fresh(plan, now, status, fence=fence, created_at=created)
+    event = _with(
+        _event(plan, new, EventType(status.value), now),
         from_status=None if prev is None else prev.status,
         to_status=status,
         message=f"attempt {fence}",
     )
+    expect = None if prev is None else (prev.status, prev.fence)
+    after = (P.AFTER_CLAIM, P.AFTER_MARK_EXECUTING) if direct else (P.AFTER_CLAIM,)
     try:
-        claim = yield Call("claim", (new, expect, event))
+        claim = yield Claim(new, expect, event, durable=direct, after=after)
     except LedgerError:
-        _abort_before_perform()
+        _abort()
         raise
     st.record = claim.record
     st.verdict = None
     if not claim.acquired:
-        yield Call(
-            "append_event",
-            (
-                _event(
-                    plan,
-                    claim.record,
-                    EventType.CLAIM_REJECTED,
-                    st.now,
-                    message=f"held by {claim.record.owner}",
-                ),
-            ),
-        )
+        held = _event(plan, claim.record, EventType.CLAIM_REJECTED, now)
+        yield AppendEvent(_with(held, message=f"held by {claim.record.owner}"))
         return None
     st.my_fence = fence
-    yield Point("after_claim")
     if direct:
-        yield Point("after_mark_executing")
         yield from _perform(plan, st)
     return None
 
 
+def _abort() -> None:
+    # The one rule for a failed checkpoint write: never perform. Asked of the
+    # table so that the rule has one home; the caller re-raises the error.
+    if d.decide(Sit.LEDGER_FAILED, Obs.NOT_CHECKED) is not Act.ABORT:  # pragma: no cover
+        raise AssertionError("the decision table lost its ABORT cell")
+
+
 def _execute(plan: Plan, st: _State) -> Generator[Op, Any, None]:
-    assert st.record is not None
-    yield Point("before_mark_executing")
-    st.now = yield NOW  # the mark carries the time of its write (see _claim)
+    yield Point(P.BEFORE_MARK_EXECUTING)
+    st.tick = yield NOW  # the mark carries the time of its write (see _claim)
+    now = st.tick.now
     try:
         moved = yield from _move(
             plan,
             st,
             Status.EXECUTING,
             None,
-            executing_at=st.now,
-            lease_expires_at=st.now + plan.policy.lease_seconds,
+            durable=True,
+            after=(P.AFTER_MARK_EXECUTING,),
+            executing_at=now,
+            lease_expires_at=now + plan.policy.lease_seconds,
         )
     except LedgerError:
-        _abort_before_perform()
+        _abort()
         raise
     if not moved:
         st.verdict = None
         return
-    yield Point("after_mark_executing")
     yield from _perform(plan, st)
 
 
@@ -409,73 +385,142 @@ def _perform(plan: Plan, st: _State) -> Generator[Op, Any, None]:
     # An owner never starts a perform once its lease has expired: past it,
     # reconcile may already have proven absence and re-opened the key (the
     # settle window of non-owners runs from the lease's end, see observe()).
-    assert st.record is not None
+    record = st.record
+    assert record is not None
     # What the perform did belongs to this attempt: a run that declined once,
     # lost the race to mark it failed and claimed the key again must not carry
     # "declined" over to a perform that did run.
     st.declined = False
     st.perform_error = None
-    st.now = yield NOW
-    if st.now >= st.record.lease_expires_at:
+    st.tick = yield NOW
+    if st.tick.now >= record.lease_expires_at:
         st.declined = True
         st.perform_error = "the lease expired before perform started"
         st.verdict = None
         return
-    error = yield PERFORM
+    policy = plan.policy
+    done: Performed = yield Perform(
+        plan.key, record.fence, policy.lease_seconds, policy.heartbeat_seconds
+    )
     st.performed = True
-    yield Point("after_perform")
-    if error is not None:
-        st.perform_error = f"{type(error).__name__}: {error}"
-        if isinstance(error, HardStop):
-            st.hard_stop = error.reason
-        st.declined = isinstance(error, NotPerformed)
+    st.done = done
+    st.tick = done.ended
     st.verdict = None
-    st.now = yield NOW
+    error = done.error
+    if error is not None:
+        st.perform_error = world_text(f"{type(error).__name__}: {error}", plan.secrets, limit=500)
+        if isinstance(error, HardStop):
+            st.hard_stop = world_text(error.reason, plan.secrets)
+        st.declined = isinstance(error, NotPerformed)
+        if plan.has_evidence and not st.declined:
+            # The page as the error left it, before verification navigates away.
+            st.evidence = yield Evidence("perform-error")
+    if done.overtaken:
+        # A lease extension found the row changed: see who holds it now.
+        st.record = yield Get(plan.key)
 
 
-def _apply_move(
-    plan: Plan, st: _State, act: d.Action, sit: d.Situation, mode: Mode
-) -> Generator[Op, Any, RunResult | None]:
-    to = _MOVES[act]
-    reason = _reason(act, st)
-    data: dict[str, Any] = {}
-    if st.performed and plan.has_evidence and (to is not Status.FAILED or st.declined):
-        ref = yield Evidence(f"{to.value}")
-        if ref:
-            data["evidence"] = ref
-    yield Point("before_record")
-    lease: dict[str, float] = {}
-    if st.record is not None and _mine(st) and st.performed:
-        lease["lease_expires_at"] = min(st.now, st.record.lease_expires_at)
-    moved = yield from _move(plan, st, to, reason, data=data, **lease)
-    if not moved:
-        return None
-    yield Point("after_record")
-    if act is d.Action.RELEASE:
-        if sit is d.Situation.STALE_CLAIM and mode is Mode.RUN:
-            return None  # the key is free again: claim it under the next fence
-        if mode is Mode.RECONCILE:
-            return _result(Outcome.FAILED, st.record, reason, st)
-        return _result(Outcome.DEFERRED, st.record, reason, st)
-    if act is d.Action.MARK_FAILED and not st.hard_stop:
-        return _result(Outcome.FAILED, st.record, reason, st)
-    outcome = Outcome.HARD_STOP if st.hard_stop else Outcome.NEEDS_REVIEW
-    return _result(outcome, st.record, reason, st)
-
-
-def _mine(st: _State) -> bool:
-    return st.record is not None and st.my_fence is not None and st.record.fence == st.my_fence
-
-
-def _reason(act: d.Action, st: _State) -> str:
+def _apply_move(plan: Plan, st: _State, act: d.Action) -> Generator[Op, Any, bool]:
+    to = d.MOVES[act]
+    reason = _reason_of(act, st)
+    data = _perform_data(st)
     verdict = st.verdict
-    if act is d.Action.MARK_FAILED and st.declined:
+    if act is Act.RECORD_DUPLICATE and isinstance(verdict, Confirmed):
+        refs = [world_text(r, plan.secrets, limit=300) for r in verdict.refs[:20]]
+        data["duplicate"] = {"count": verdict.count, "refs": refs}
+        changes: dict[str, Any] = {"matches": verdict.count}
+        if verdict.result_ref is not None:
+            changes["result_ref"] = world_text(verdict.result_ref, plan.secrets)
+        if st.record is None:
+            check_transition(None, to)
+            new = _fresh(plan, st.tick.now, to, fence=1, **changes)
+            event = _with(
+                _event(plan, new, EventType(to.value), st.tick.now),
+                to_status=to,
+                message=reason,
+                data=data,
+            )
+            claim = yield Claim(new, None, event, before=P.BEFORE_RECORD, after=_RECORDED)
+            st.record = claim.record
+            return bool(claim.acquired)
+    else:
+        changes = {}
+    wanted = to is not Status.FAILED or st.declined
+    if st.performed and plan.has_evidence and st.evidence is None and wanted:
+        st.evidence = yield Evidence(to.value)
+    if st.evidence:
+        data["evidence"] = world_text(st.evidence, plan.secrets, limit=500)
+    return (
+        yield from _move(
+            plan, st, to, reason, data=data, before=P.BEFORE_RECORD, **changes, **_lease(st)
+        )
+    )
+
+
+def _alarm(plan: Plan, st: _State) -> Generator[Op, Any, bool]:
+    """A superseded owner performed: the one write it may make is more caution."""
+    record = st.record
+    assert record is not None
+    reason = _reason_of(Act.ALARM, st)
+    data = _perform_data(st)
+    data["alarm"] = {"attempt": st.my_fence, "current_attempt": record.fence}
+    if record.status in (Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED):
+        # Nothing more cautious to move to (a terminal status is a human's
+        # or a verifier's to change): say it in the history.
+        event = _with(
+            _event(plan, record, EventType.OVERTAKEN, st.tick.now), message=reason, data=data
+        )
+        yield AppendEvent(event)
+        return True
+    return (
+        yield from _move(plan, st, Status.NEEDS_REVIEW, reason, data=data, before=P.BEFORE_RECORD)
+    )
+
+
+def _lease(st: _State) -> dict[str, Any]:
+    # An owner that performed and now records a verdict gives its lease back:
+    # reconcile need not wait for it to run out.
+    record = st.record
+    if record is not None and st.performed and record.fence == st.my_fence:
+        return {"lease_expires_at": min(st.tick.now, record.lease_expires_at)}
+    return {}
+
+
+def _perform_data(st: _State) -> dict[str, Any]:
+    done = st.done
+    if done is None:
+        return {}
+    info: dict[str, Any] = {"seconds": round(done.seconds, 3)}
+    if st.perform_error is not None:
+        info["error"] = st.perform_error
+    if done.details:
+        info["details"] = storable_data(done.details)
+    if done.overtaken:
+        info["overtaken"] = True
+    return {"perform": info}
+
+
+def _reason_of(act: d.Action, st: _State) -> str:
+    verdict = st.verdict
+    if act is Act.RECORD_CONFIRMED:
+        return "confirmed"
+    if act is Act.MARK_FAILED and st.declined:
         return f"perform stopped before the boundary, nothing was performed: {st.perform_error}"
+    if act is Act.ALARM:
+        record = st.record
+        current = "?" if record is None else f"{record.status} under attempt {record.fence}"
+        return (
+            f"attempt {st.my_fence} performed after being overtaken (the effect was {current}); "
+            "it may have happened twice: a human decides"
+        )
+    if act is Act.RECORD_DUPLICATE and isinstance(verdict, Confirmed):
+        refs = ", ".join(verdict.refs[:5]) or verdict.result_ref or ""
+        return f"duplicate detected: {verdict.count} matching results ({refs})"
     why = {
-        d.Action.RELEASE: "released before perform: nothing was performed",
-        d.Action.MARK_FAILED: "verified absent after the settle window",
-        d.Action.MARK_UNKNOWN: "outcome not proven yet",
-        d.Action.NEEDS_REVIEW: "still absent after the settle window; absence proves nothing here",
+        Act.RELEASE: "released before perform: nothing was performed",
+        Act.MARK_FAILED: "verified absent after the settle window",
+        Act.MARK_UNKNOWN: "outcome not proven yet",
+        Act.NEEDS_REVIEW: "still absent after the settle window; absence proves nothing here",
     }[act]
     if isinstance(verdict, Unavailable):
         why += f" (verification unavailable: {verdict.reason})"
@@ -483,20 +528,7 @@ def _reason(act: d.Action, st: _State) -> str:
         why = f"hard stop: {st.hard_stop}; {why}"
     elif st.perform_error:
         why = f"perform raised {st.perform_error}; {why}"
-    return why
-
-
-def _hard_stop_before(plan: Plan, st: _State, reason: str) -> Steps:
-    yield Call(
-        "append_event", (_event(plan, st.record, EventType.HARD_STOP, st.now, message=reason),)
-    )
-    return _result(Outcome.HARD_STOP, st.record, reason, st)
-
-
-def _abort_before_perform() -> None:
-    # The one rule for a failed checkpoint write: never perform. Ask the table
-    # so that the rule has one home; the caller re-raises the ledger error.
-    assert d.decide(d.Situation.LEDGER_FAILED, d.Observation.NOT_CHECKED) is d.Action.ABORT
+    return world_text(why, ())
 
 
 def _move(
@@ -506,26 +538,39 @@ def _move(
     reason: str | None,
     *,
     data: dict[str, Any] | None = None,
+    durable: bool = False,
+    before: P | None = None,
+    after: tuple[P, ...] | None = None,
     **changes: Any,
 ) -> Generator[Op, Any, bool]:
     """Compare-and-set the current record to ``to``; reload it when the CAS loses."""
     cur = st.record
     assert cur is not None
     check_transition(cur.status, to)
-    new = replace(cur, status=to, reason=reason, updated_at=st.now, **changes)
-    event = _event(
-        plan,
-        cur,
-        EventType(to.value),
-        st.now,
+    now = st.tick.now
+    text = None if reason is None else world_text(reason, plan.secrets)
+    new = evolve(cur, status=to, reason=text, updated_at=now, **changes)
+    event = Event(
+        key=plan.key,
+        type=EventType(to.value),
+        at=now,
+        fence=cur.fence,
+        run_id=plan.run_id,
         from_status=cur.status,
         to_status=to,
-        message=reason,
-        data=data or ({"result_ref": new.result_ref} if to is Status.CONFIRMED else None),
+        message=text,
+        data=data or {},
     )
-    got = yield Call("transition", ((cur.status, cur.fence), new, event))
+    got = yield Transition(
+        (cur.status, cur.fence),
+        new,
+        event,
+        durable=durable,
+        before=before,
+        after=_RECORDED if after is None else after,
+    )
     if got is None:
-        st.record = yield Call("get", (plan.key,))
+        st.record = yield Get(plan.key)
         return False
     st.record = got
     return True
@@ -542,6 +587,7 @@ def _fresh(
     fence: int,
     result_ref: str | None = None,
     created_at: float | None = None,
+    matches: int = 0,
 ) -> EffectRecord:
     return EffectRecord(
         key=plan.key,
@@ -558,30 +604,31 @@ def _fresh(
         created_at=now if created_at is None else created_at,
         updated_at=now,
         executing_at=now if status is Status.EXECUTING else None,
+        matches=matches,
     )
 
 
-def _event(
-    plan: Plan,
-    record: EffectRecord | None,
-    type_: EventType,
-    now: float,
-    *,
-    from_status: Status | None = None,
-    to_status: Status | None = None,
-    message: str | None = None,
-    data: dict[str, Any] | None = None,
-) -> Event:
+def _event(plan: Plan, record: EffectRecord | None, type_: EventType, now: float) -> Event:
     return Event(
         key=plan.key,
         type=type_,
         at=now,
         fence=0 if record is None else record.fence,
         run_id=plan.run_id,
-        from_status=from_status,
-        to_status=to_status,
-        message=message,
-        data=data or {},
+    )
+
+
+def _with(event: Event, **changes: Any) -> Event:
+    return Event(
+        key=event.key,
+        type=event.type,
+        at=event.at,
+        fence=event.fence,
+        run_id=event.run_id,
+        from_status=changes.get("from_status", event.from_status),
+        to_status=changes.get("to_status", event.to_status),
+        message=changes.get("message", event.message),
+        data=changes.get("data", event.data),
     )
 
 

@@ -1,4 +1,4 @@
-"""Named crash points: inert unless armed.
+"""Named crash points: inert unless armed or observed.
 
 The run protocol passes through named points (``after_claim``,
 ``after_perform`` ...). Tests and ``actonce chaos`` arm one to stop the
@@ -6,28 +6,48 @@ process there, either by raising :class:`SimulatedCrash` (in-process tests)
 or by ``SIGKILL`` (real crash tests). Arm from code with :func:`arm`, or
 from the environment: ``ACTONCE_CRASH_AT=after_perform`` (optionally
 ``name:n`` for the n-th pass) and ``ACTONCE_CRASH_MODE=kill|raise``.
+
+An *observer* (:func:`observe`) is told of every pass before the armed
+point acts: a campaign counts passes, stops itself (``SIGSTOP``) or moves a
+test's clock there, without replacing any of actonce's code.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["POINTS", "SimulatedCrash", "arm", "armed", "disarm", "hit"]
+__all__ = [
+    "POINTS",
+    "CrashPoint",
+    "SimulatedCrash",
+    "arm",
+    "armed",
+    "disarm",
+    "hit",
+    "observe",
+]
 
-#: Every point the protocol (and the fake provider) passes, in order.
-POINTS = (
-    "before_claim",
-    "after_claim",
-    "before_mark_executing",
-    "after_mark_executing",
-    "provider_committed",
-    "after_perform",
-    "before_record",
-    "after_record",
-)
+
+class CrashPoint(enum.StrEnum):
+    """Every point the protocol (and the fake provider) passes, in order."""
+
+    BEFORE_CLAIM = "before_claim"
+    AFTER_CLAIM = "after_claim"
+    BEFORE_MARK_EXECUTING = "before_mark_executing"
+    AFTER_MARK_EXECUTING = "after_mark_executing"
+    PROVIDER_COMMITTED = "provider_committed"
+    AFTER_PERFORM = "after_perform"
+    BEFORE_RECORD = "before_record"
+    AFTER_RECORD = "after_record"
+
+
+#: The point names, in order (the values of :class:`CrashPoint`).
+POINTS: tuple[str, ...] = tuple(p.value for p in CrashPoint)
 
 
 class SimulatedCrash(BaseException):
@@ -47,6 +67,7 @@ class _Arming:
 
 _lock = threading.Lock()
 _armed: _Arming | None = None
+_observer: Callable[[str], None] | None = None
 _env_loaded = False
 
 
@@ -57,17 +78,30 @@ def arm(point: str, *, nth: int = 1, mode: str = "raise") -> None:
         raise ValueError(f"unknown crash point {point!r}; known: {', '.join(POINTS)}")
     if mode not in ("raise", "kill"):
         raise ValueError("mode must be 'raise' or 'kill'")
+    if nth < 1:
+        raise ValueError("nth counts passes from 1")
     with _lock:
         _armed = _Arming(point, nth, mode)
         _env_loaded = True
 
 
 def disarm() -> None:
-    """Make every point inert again."""
+    """Make every point inert again (an observer stays)."""
     global _armed, _env_loaded
     with _lock:
         _armed = None
         _env_loaded = True
+
+
+def observe(fn: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """Call ``fn(point)`` at every pass, before an armed point acts.
+
+    Returns the previous observer; ``observe(None)`` removes it.
+    """
+    global _observer
+    with _lock:
+        previous, _observer = _observer, fn
+    return previous
 
 
 def armed() -> str | None:
@@ -88,8 +122,10 @@ def _load_env() -> None:
 
 
 def hit(point: str) -> None:
-    """Pass through ``point``: crash here if it is armed."""
+    """Pass through ``point``: tell the observer, crash here if it is armed."""
     global _armed
+    if _observer is not None:
+        _observer(point)
     if _env_loaded and _armed is None:
         return
     _load_env()

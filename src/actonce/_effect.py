@@ -1,0 +1,176 @@
+"""``Effect``: one consequential mutation, checked whole before anything is written.
+
+An effect is validated when it is made (every field, before any claim: a
+missing ``perform`` used to be noticed only after the ``executing`` mark was
+written) and planned once per run: its key, its payload as canonical JSON
+with secret fields redacted, and the hash that ties the key to that payload.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._rules.errors import UsageError
+from ._rules.keys import MAX_KEY_LENGTH, EffectKey, canonical_json, check_text, payload_hash
+from ._rules.model import EffectRecord, Policy, Verdict
+from ._rules.secrets import FingerprintKey, check_secret_fields, redact
+from ._run.effect import Plan
+
+__all__ = ["Effect", "fingerprint_key_from_env", "new_run_id", "plan_of", "reconcile_plan"]
+
+_ids: list[Any] = [0, "", itertools.count()]
+
+
+def new_run_id() -> str:
+    """A run id unique across processes: a random prefix per process, then a counter.
+
+    (``uuid4`` reads the system's random source on every call, which costs
+    more than the rest of a run's planning.)
+    """
+    pid = os.getpid()
+    if _ids[0] != pid:  # first call, or a forked child: a prefix of its own
+        _ids[:] = [pid, os.urandom(6).hex(), itertools.count()]
+    return f"{_ids[1]}{next(_ids[2]):06x}"
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One consequential external mutation, ready to run.
+
+    Attributes:
+        key: the stable effect key (see :func:`actonce.effect_key`).
+        kind: the effect kind; reconcile finds its verifier by this name.
+        payload: the intended payload (JSON-able). Stored as canonical JSON
+            with secret fields redacted; a key reused with another payload is
+            refused.
+        perform: does the mutation. Called at most once, never retried. It
+            may return a mapping of secret-free facts (the requests it sent,
+            say), recorded in the history; an exception it raises may carry
+            the same as ``details``.
+        verify: read-only check, returns ``Confirmed``/``Absent``/
+            ``Unavailable``. May be called many times; exceptions count as
+            ``Unavailable``. ``Confirmed(count=n)`` with ``n > 1`` is a
+            duplicate: the effect goes to review.
+        precondition: optional business check before the claim; ``False``
+            ends the run as ``failed`` without claiming. May raise
+            ``HardStop``.
+        evidence: optional ``label -> reference`` hook, called when a
+            performed effect raised or is not confirmed (screenshot, HTML ...).
+        policy: settle window, authoritative absence, backoff, lease.
+        secret_fields: payload fields stored only redacted, on top of the
+            names actonce always treats as secret (password, token, api key
+            ..., in any spelling).
+
+    Raises:
+        UsageError: a field is missing or of the wrong type.
+    """
+
+    key: EffectKey | str
+    kind: str
+    payload: Any
+    perform: Callable[[], Any]
+    verify: Callable[[], Verdict | Awaitable[Verdict]]
+    precondition: Callable[[], bool | Awaitable[bool]] | None = None
+    evidence: Callable[[str], str | Awaitable[str | None] | None] | None = None
+    policy: Policy = field(default_factory=Policy)
+    secret_fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        key = self.key.value if isinstance(self.key, EffectKey) else self.key
+        if not isinstance(key, str) or not key.strip():
+            raise UsageError("an effect needs a key (a non-empty string or an EffectKey)")
+        _name(key, "the effect key")
+        if not isinstance(self.kind, str) or not self.kind.strip():
+            raise UsageError("an effect needs a kind (a non-empty string)")
+        _name(self.kind, "the kind")
+        for name in ("perform", "verify"):
+            if not callable(getattr(self, name)):
+                raise UsageError(f"an effect needs a callable {name}, not {getattr(self, name)!r}")
+        for name in ("precondition", "evidence"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise UsageError(f"{name} must be callable or None, not {value!r}")
+        if not isinstance(self.policy, Policy):
+            raise UsageError(f"policy must be a Policy, not {type(self.policy).__name__}")
+        object.__setattr__(self, "secret_fields", check_secret_fields(self.secret_fields))
+
+
+def _name(value: str, what: str) -> None:
+    check_text(value, what)
+    if len(value) > MAX_KEY_LENGTH:
+        raise UsageError(f"{what} is {len(value)} characters long; at most {MAX_KEY_LENGTH}")
+    if "\x00" in value:
+        raise UsageError(f"{what} cannot contain a NUL character")
+
+
+def plan_of(effect: Effect, key: FingerprintKey | None, run_id: str | None) -> Plan:
+    """The protocol's plan for one run of ``effect``."""
+    raw = effect.key
+    scope = raw.scope if isinstance(raw, EffectKey) else "{}"
+    text = raw.value if isinstance(raw, EffectKey) else raw
+    redaction = redact(effect.payload, key=key, secret_fields=effect.secret_fields)
+    stored = canonical_json(redaction.payload)
+    if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
+        raise UsageError("run_id must be a non-empty string")
+    return Plan(
+        key=text,
+        kind=effect.kind,
+        payload=stored,
+        payload_hash=payload_hash(stored),
+        scope=scope,
+        policy=effect.policy,
+        run_id=run_id or new_run_id(),
+        has_precondition=effect.precondition is not None,
+        has_evidence=effect.evidence is not None,
+        secrets=redaction.values,
+    )
+
+
+def reconcile_plan(record: EffectRecord, policy: Policy) -> Plan:
+    """The plan reconcile follows for one stored record."""
+    return Plan(
+        key=record.key,
+        kind=record.kind,
+        payload=record.payload,
+        payload_hash=record.payload_hash,
+        scope=record.scope,
+        policy=policy,
+        run_id=f"reconcile-{new_run_id()}",
+    )
+
+
+def fingerprint_key_from_env() -> FingerprintKey | None:
+    """The fingerprint key named by the environment, if any.
+
+    ``ACTONCE_FINGERPRINT_KEY=<key id>:<hex>`` or
+    ``ACTONCE_FINGERPRINT_KEY_FILE=<path>`` (a file holding ``<key id>:<hex>``).
+    Without either, secret values are redacted without a fingerprint.
+
+    Raises:
+        UsageError: the variable or the file does not hold a valid key.
+    """
+    text = os.environ.get("ACTONCE_FINGERPRINT_KEY")
+    source = "ACTONCE_FINGERPRINT_KEY"
+    path = os.environ.get("ACTONCE_FINGERPRINT_KEY_FILE")
+    if not text and path:
+        source = f"the key file {path}"
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read().strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read {source}: {exc.strerror}") from None
+    if not text:
+        return None
+    key_id, sep, hexkey = text.strip().partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return FingerprintKey(key_id, bytes.fromhex(hexkey))
+    except ValueError:
+        raise UsageError(
+            f"{source} must hold '<key id>:<hex key>' (at least 16 bytes of hex)"
+        ) from None

@@ -1,0 +1,270 @@
+"""The operations a protocol generator yields, and what each is answered with.
+
+A protocol (``effect.run_effect``, ``effect.reconcile_effect``, ``review``)
+never does I/O: it yields one of these frozen values and receives the
+answer. The drivers in :mod:`actonce._run.drive` execute them; a test, an
+explorer or a simulator may answer them any other way.
+
+| operation       | answer                                         |
+|-----------------|------------------------------------------------|
+| ``Get``         | ``EffectRecord | None``                        |
+| ``Claim``       | ``ClaimResult`` (a lost race is a value)       |
+| ``Transition``  | ``EffectRecord | None`` (``None``: CAS lost)   |
+| ``AppendEvent`` | ``None``                                       |
+| ``Now``         | ``Tick`` (ledger time, monotonic, trusted)     |
+| ``Verify``      | ``Verified`` (the verdict and the clocks then) |
+| ``Precondition``| ``bool`` (``HardStop`` is thrown back in)      |
+| ``Perform``     | ``Performed``                                  |
+| ``Evidence``    | ``str | None``                                 |
+| ``Sleep``       | ``None``                                       |
+| ``Point``       | ``None`` (a crash point; may never return)     |
+| ``MatchPrefix``, ``Events``, ``Select``, ``OpenEffects``, ``Counts``,   |
+| ``Duplicates``  | the store's answer (read-only queries)         |
+
+Store writes raise ``LedgerError`` into the generator (``throw``) when they
+fail; everything else a user callable raises is folded into its answer.
+
+Crash points ride on the operations they surround (``before``/``after`` of a
+write, ``after`` of a perform) instead of being operations of their own: the
+driver passes ``before`` right before the write and every ``after`` point
+once the write has *won* (a claim acquired, a compare-and-set that matched),
+so a point means exactly what it says, in fewer steps per effect. The two
+points before a write whose time matters (``before_claim``,
+``before_mark_executing``: they stamp a lease and an ``executing`` mark) stay
+operations of their own, with the ``Now`` read after them: a process stopped
+at such a point must not stamp its write with the time before its pause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .._rules.model import EffectRecord, Event, Status, Verdict
+from .points import CrashPoint
+
+__all__ = [
+    "NOW",
+    "PRECONDITION",
+    "VERIFY",
+    "AppendEvent",
+    "Claim",
+    "Counts",
+    "Duplicates",
+    "Events",
+    "Evidence",
+    "Get",
+    "MatchPrefix",
+    "Now",
+    "Op",
+    "OpenEffects",
+    "Perform",
+    "Performed",
+    "Point",
+    "Precondition",
+    "Select",
+    "Sleep",
+    "Steps",
+    "Tick",
+    "Transition",
+    "Verified",
+    "Verify",
+]
+
+
+class Tick(NamedTuple):
+    """One reading of the clocks.
+
+    ``now`` is ledger time (seconds since the epoch, one clock per ledger):
+    what records and leases are stamped with and compared against. ``mono``
+    is this process's monotonic clock: durations inside one run are measured
+    on it. ``trusted`` is False for a while after the ledger clock was seen to
+    step: windows between processes then count as not passed.
+    """
+
+    now: float
+    mono: float
+    trusted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """Read the current record of ``key``."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Insert ``new`` if no row exists (``expect is None``), else CAS on ``expect``."""
+
+    new: EffectRecord
+    expect: tuple[Status, int] | None
+    event: Event
+    durable: bool = False
+    before: CrashPoint | None = None
+    after: tuple[CrashPoint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """Compare-and-set the row from ``expect`` (status, fence) to ``new``, with ``event``."""
+
+    expect: tuple[Status, int]
+    new: EffectRecord
+    event: Event
+    durable: bool = False
+    before: CrashPoint | None = None
+    after: tuple[CrashPoint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEvent:
+    """Append an observation to the history (no state change)."""
+
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class Now:
+    """Read the clocks."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verify:
+    """Ask the verifier once (read-only)."""
+
+
+class Verified(NamedTuple):
+    """A verdict, and the clocks right after it was given."""
+
+    verdict: Verdict
+    tick: Tick
+
+
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    """Ask the business precondition once."""
+
+
+@dataclass(frozen=True, slots=True)
+class Perform:
+    """Cross the boundary: call ``perform`` once.
+
+    While it runs the driver extends the owner's lease on ``key`` under
+    ``fence`` every ``heartbeat`` seconds by ``lease_seconds`` (a fenced
+    compare-and-set on the ``executing`` row), so that others count their
+    settle window from the owner's last sign of life.
+    """
+
+    key: str
+    fence: int
+    lease_seconds: float
+    heartbeat: float
+    after: CrashPoint | None = CrashPoint.AFTER_PERFORM
+
+
+class Performed(NamedTuple):
+    """What one perform did, as far as this process can tell.
+
+    ``error``: what ``perform`` raised (``None``: it returned). ``details``:
+    secret-free facts it reported (its return value when a mapping, or the
+    ``details`` attribute of its exception: the wire requests, say).
+    ``ended``: the clocks when it ended. ``seconds``: its monotonic duration.
+    ``overtaken``: a lease extension found the row no longer this owner's.
+    """
+
+    error: Exception | None
+    details: dict[str, Any] | None
+    ended: Tick
+    seconds: float
+    overtaken: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Capture evidence under ``label``."""
+
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Pause between two read-only verification attempts."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Pass a named crash point."""
+
+    point: CrashPoint
+
+
+@dataclass(frozen=True, slots=True)
+class MatchPrefix:
+    """Up to ``limit`` keys that start with ``prefix``, sorted."""
+
+    prefix: str
+    limit: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Events:
+    """The history of ``key``, oldest first."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """Effects of some statuses (all when ``None``) and kind, oldest change first."""
+
+    statuses: tuple[Status, ...] | None
+    limit: int
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenEffects:
+    """Claimed, executing and unknown effects, oldest lease first."""
+
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """How many effects are in each status."""
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicates:
+    """How many effects were settled on a verdict that saw more than one result."""
+
+
+NOW = Now()
+VERIFY = Verify()
+PRECONDITION = Precondition()
+
+Op = (
+    Get
+    | Claim
+    | Transition
+    | AppendEvent
+    | Now
+    | Verify
+    | Precondition
+    | Perform
+    | Evidence
+    | Sleep
+    | Point
+    | MatchPrefix
+    | Events
+    | Select
+    | OpenEffects
+    | Counts
+    | Duplicates
+)
+Steps = Generator[Op, Any, Any]

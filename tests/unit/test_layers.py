@@ -1,0 +1,118 @@
+"""The house in layers: which part of the package may import which (an AST scan).
+
+- ``_rules``: pure data and decisions; stdlib and ``_rules`` only.
+- ``_store``: ``_rules`` and itself; never a run or a facade.
+- ``_run``: ``_rules``, ``_store`` and itself; never a facade.
+- the wings (``cli``, ``chaos``, ``demo``, ``browser``, ``console``) use only the
+  public API: ``actonce``, ``actonce.testing`` and the public wings, never an
+  ``actonce._…`` module.
+- ``sandbox``: the target world; imports nothing of actonce.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "actonce"
+WINGS = ("cli", "chaos", "demo", "browser", "console")
+PUBLIC = {"actonce", "actonce.testing", "actonce.browser", "actonce.sandbox", "actonce.explore"}
+FACADES = {"actonce._ledger", "actonce._leases", "actonce._queue", "actonce._registry",
+           "actonce._effect"}  # fmt: skip
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """Every module ``path`` imports, as an absolute dotted name."""
+    here = _module_of(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None or (node.level and not node.module):
+                # "from . import x": each name may be a module of that package
+                for alias in node.names:
+                    yield node.lineno, f"{target}.{alias.name}"
+            else:
+                yield node.lineno, target
+
+
+def _files(*parts: str) -> list[Path]:
+    return sorted((SRC.joinpath(*parts)).rglob("*.py"))
+
+
+def _violations(files: list[Path], allowed: object) -> list[str]:
+    bad = []
+    for path in files:
+        for line, name in _imports(path):
+            if name.split(".")[0] == "actonce" and not allowed(name):  # type: ignore[operator]
+                bad.append(f"{path.relative_to(SRC)}:{line} imports {name}")
+    return bad
+
+
+def test_rules_import_nothing_above_them() -> None:
+    assert _violations(_files("_rules"), lambda n: n.startswith("actonce._rules")) == []
+
+
+def test_stores_never_import_runs_or_facades() -> None:
+    ok = ("actonce._rules", "actonce._store")
+    assert _violations(_files("_store"), lambda n: n.startswith(ok)) == []
+
+
+def test_runs_never_import_facades() -> None:
+    ok = ("actonce._rules", "actonce._store", "actonce._run")
+    assert _violations(_files("_run"), lambda n: n.startswith(ok)) == []
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_wings_use_only_the_public_api(wing: str) -> None:
+    if not SRC.joinpath(wing).exists():
+        pytest.skip(f"no {wing} yet")
+
+    def allowed(name: str) -> bool:
+        return (
+            name in PUBLIC
+            or name.startswith(f"actonce.{wing}")
+            or any(
+                name.startswith(p + ".") and not name[len(p) + 1 :].startswith("_")
+                for p in PUBLIC - {"actonce"}
+            )
+        )
+
+    assert _violations(_files(wing), allowed) == []
+
+
+def test_the_sandbox_imports_nothing_of_actonce() -> None:
+    ok = "actonce.sandbox"
+    assert _violations(_files("sandbox"), lambda n: n.startswith(ok)) == []
+
+
+def test_facades_are_the_only_modules_at_the_top() -> None:
+    top = {p.stem for p in SRC.glob("*.py")} - {"__init__", "__main__"}
+    assert {f"actonce.{m}" for m in top} == FACADES
+
+
+def test_the_scan_sees_private_imports() -> None:
+    # The scan must be able to fail: the CLI's own private module counts as
+    # its own; a core private module does not.
+    probe = SRC / "cli" / "_commands.py"
+    names = {n for _, n in _imports(probe)}
+    assert "actonce" in names and "actonce.cli._format" in names

@@ -44,11 +44,10 @@ class CountingStore:
 
 
 def _worker(dsn: str, schema: str, key: str, log: str, barrier: Any, out: Any) -> None:
-    from actonce import Absent, Confirmed, Effect, Ledger, Policy
-    from actonce._postgres import PostgresStore
+    from actonce import Absent, Confirmed, Effect, Ledger, Policy, PostgresStore
 
     # One connection per process (64 processes stay under max_connections=100).
-    store = CountingStore(PostgresStore(dsn, schema=schema, min_size=1, max_size=1))
+    store = CountingStore(PostgresStore(dsn, schema=schema, min_size=1, max_size=1, create=True))
     ledger = Ledger(store)  # type: ignore[arg-type]
 
     def perform() -> None:
@@ -104,10 +103,10 @@ def main() -> None:
     import psycopg
     from psycopg import sql
 
-    from actonce._postgres import PostgresStore
+    from actonce import PostgresStore
 
     schema = f"actonce_bench_{uuid.uuid4().hex[:8]}"
-    PostgresStore(args.dsn, schema=schema, min_size=0).close()
+    PostgresStore(args.dsn, schema=schema, min_size=0, create=True).close()
     log = os.path.join(tempfile.mkdtemp(prefix="actonce-contention-"), "performs.log")
     try:
         ctx = mp.get_context("spawn")

@@ -41,8 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from actonce import Absent, Confirmed, Effect, Ledger, Policy, Verdict
-from actonce._sqlite import SQLiteStore
+from actonce import Absent, Confirmed, Effect, Ledger, Policy, SQLiteStore, Verdict
 
 Runner = Callable[[int, int], None]
 
@@ -52,7 +51,7 @@ Runner = Callable[[int, int], None]
 
 class ActOnceBench:
     def __init__(self, path: str, policy: Policy) -> None:
-        self.store = SQLiteStore(path)
+        self.store = SQLiteStore(path, create=True)
         self.ledger = Ledger(self.store)
         self.policy = policy
         self.commits = 0
@@ -119,7 +118,7 @@ class RawBench:
     def __init__(self, path: str, *, all_full: bool = False) -> None:
         self.all_full = all_full
         self.sync = "FULL"
-        SQLiteStore(path).close()  # the same schema, migrated once
+        SQLiteStore(path, create=True).close()  # the same schema, migrated once
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30)
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA journal_mode = WAL")

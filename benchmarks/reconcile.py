@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from actonce._sqlite import SQLiteStore
+from actonce import SQLiteStore
 
 NOW = 1_700_000_000.0
 
@@ -57,7 +57,7 @@ def build(path: str, total: int, open_: int) -> float:
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(tmp + suffix):
             os.remove(tmp + suffix)
-    SQLiteStore(tmp).close()  # schema through the real migrations
+    SQLiteStore(tmp, create=True).close()  # schema through the real migrations
     conn = sqlite3.connect(tmp, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("BEGIN IMMEDIATE")
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     built = None
     if not os.path.exists(path):
         built = build(path, args.rows, args.open)
-    store = SQLiteStore(path)
+    store = SQLiteStore(path, create=True)
     found = store.open_effects()  # warm the page cache once
     times = []
     for _ in range(args.repeat):

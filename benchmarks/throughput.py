@@ -30,10 +30,9 @@ from typing import Any
 
 
 def _actonce_worker(dsn: str, schema: str, seconds: float, barrier: Any, out: Any) -> None:
-    from actonce import Absent, Confirmed, Effect, Ledger, Policy
-    from actonce._postgres import PostgresStore
+    from actonce import Absent, Confirmed, Effect, Ledger, Policy, PostgresStore
 
-    store = PostgresStore(dsn, schema=schema, min_size=1, max_size=1)
+    store = PostgresStore(dsn, schema=schema, min_size=1, max_size=1, create=True)
     ledger = Ledger(store)
     policy = Policy(verify_after_claim=True, settle_seconds=0)
     prefix = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -109,9 +108,9 @@ def _phase(kind: str, dsn: str, workers: int, seconds: float) -> float:
     try:
         # Both sides write the same tables (actonce's schema, its indexes and
         # trigger): the comparison is the library's cost, not the schema's.
-        from actonce._postgres import PostgresStore
+        from actonce import PostgresStore
 
-        PostgresStore(dsn, schema=schema, min_size=0).close()  # migrate up front
+        PostgresStore(dsn, schema=schema, min_size=0, create=True).close()  # migrate up front
         target = _raw_worker if kind == "raw" else _actonce_worker
         ctx = mp.get_context("spawn")
         barrier, out = ctx.Barrier(workers + 1), ctx.Queue()

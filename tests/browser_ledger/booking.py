@@ -44,8 +44,9 @@ class BookingEffect(SiteEffect):
         return {"price": str(self.approved_price)}
 
     def control(self, session: AsyncBrowserSession) -> Locator:
-        return session.page.get_by_test_id("book-form").get_by_role("button", name="Book",
-                                                                    exact=True)
+        return session.page.get_by_test_id("book-form").get_by_role(
+            "button", name="Book", exact=True
+        )
 
     async def confirm(self, session: AsyncBrowserSession) -> None:
         await session.page.wait_for_url("**/bookings", timeout=session.confirm_timeout * 1000)
@@ -53,6 +54,7 @@ class BookingEffect(SiteEffect):
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         await session.goto("/bookings")
         rows = await session.page.get_by_test_id("booking-row").evaluate_all(
-            "els => els.map(e => ({...e.dataset}))")
+            "els => els.map(e => ({...e.dataset}))"
+        )
         ids = sorted(int(r["bookingId"]) for r in rows if r.get("item") == self.item)
         return Confirmed(session.url(f"/bookings#{ids[0]}")) if ids else Absent()

@@ -23,11 +23,11 @@ from actonce import (
     LedgerUnavailable,
     Outcome,
     Policy,
+    SQLiteStore,
     Status,
     SystemClock,
 )
-from actonce._decision import SEED_ROWS
-from actonce._sqlite import SQLiteStore
+from actonce._rules.decision import SEED_ROWS
 from actonce.sandbox import FaultRule, SandboxServer
 from actonce.testing import FaultyStore, SimulatedCrash, crash_at
 
@@ -46,22 +46,28 @@ LATER = LEASE + 1.0
 def test_every_seed_row_has_a_test_here() -> None:
     names = {n for n in globals() if n.startswith("test_row_")}
     assert len(SEED_ROWS) == 14
-    assert sorted(names) == sorted(f"test_row_{i:02d}" + s for i, s in enumerate([
-        "_unclaimed_confirmed_is_recorded_and_skipped",
-        "_unclaimed_absent_is_claimed_and_executed",
-        "_unclaimed_unavailable_is_not_executed",
-        "_confirmed_is_skipped",
-        "_requested_then_confirmed_is_recorded_and_skipped",
-        "_requested_temporarily_absent_retries_verification_only",
-        "_requested_unavailable_is_marked_unknown",
-        "_requested_still_absent_after_execution_goes_to_review",
-        "_other_owner_confirmed_is_recorded_and_skipped",
-        "_other_owner_absent_is_not_executed",
-        "_other_owner_unavailable_is_not_executed",
-        "_precondition_no_longer_holds_stops",
-        "_checkpoint_write_fails_nothing_is_clicked",
-        "_stale_claim_unavailable_is_not_reclaimed",
-    ], start=1))
+    assert sorted(names) == sorted(
+        f"test_row_{i:02d}" + s
+        for i, s in enumerate(
+            [
+                "_unclaimed_confirmed_is_recorded_and_skipped",
+                "_unclaimed_absent_is_claimed_and_executed",
+                "_unclaimed_unavailable_is_not_executed",
+                "_confirmed_is_skipped",
+                "_requested_then_confirmed_is_recorded_and_skipped",
+                "_requested_temporarily_absent_retries_verification_only",
+                "_requested_unavailable_is_marked_unknown",
+                "_requested_still_absent_after_execution_goes_to_review",
+                "_other_owner_confirmed_is_recorded_and_skipped",
+                "_other_owner_absent_is_not_executed",
+                "_other_owner_unavailable_is_not_executed",
+                "_precondition_no_longer_holds_stops",
+                "_checkpoint_write_fails_nothing_is_clicked",
+                "_stale_claim_unavailable_is_not_reclaimed",
+            ],
+            start=1,
+        )
+    )
 
 
 @pytest.fixture
@@ -75,7 +81,7 @@ def other_worker(ledger_path: Path) -> Iterator[Callable[..., None]]:
     opened: list[Ledger] = []
 
     def run(c: Counted, k: Any, point: str = "after_claim") -> None:
-        led = Ledger.open(str(ledger_path))
+        led = Ledger.open(str(ledger_path), create=True)
         opened.append(led)
         policy = Policy(settle_seconds=POST.settle_seconds, lease_seconds=LEASE)
         with crash_at(point), pytest.raises(SimulatedCrash):
@@ -103,8 +109,12 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 def test_row_01_unclaimed_confirmed_is_recorded_and_skipped(
-        ledger: Ledger, session: SessionFactory, server: SandboxServer,
-        truth: Callable[[], dict[str, Any]], base: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    server: SandboxServer,
+    truth: Callable[[], dict[str, Any]],
+    base: str,
+) -> None:
     _external_post(server, "alice", "Already out there")
     c = Counted(session("alice").post_effect("Already out there"))
     result = ledger.run(c.effect(key("r01"), POST))
@@ -116,19 +126,26 @@ def test_row_01_unclaimed_confirmed_is_recorded_and_skipped(
 
 
 def test_row_02_unclaimed_absent_is_claimed_and_executed(
-        ledger: Ledger, session: SessionFactory, truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger, session: SessionFactory, truth: Callable[[], dict[str, Any]]
+) -> None:
     c = Counted(session("bob").invoice_effect("ORDER-R02", 42))
     k = key("r02", "bob", "invoice")
     result = ledger.run(c.effect(k, INVOICE))
     assert result.outcome is Outcome.COMPLETED and result.performed and result.attempt == 1
-    assert c.preconditions == 1 and c.performs == 1 and c.verifies == 3  # before, after claim, after
+    assert (
+        c.preconditions == 1 and c.performs == 1 and c.verifies == 3
+    )  # before, after claim, after
     assert types(ledger, k) == [E.CLAIMED, E.EXECUTING, E.CONFIRMED]
     assert truth()["totals"]["invoices"] == 1
 
 
 def test_row_03_unclaimed_unavailable_is_not_executed(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+) -> None:
     faults(RATE_LIMITED)
     c = Counted(session("alice").post_effect("Cannot look first"))
     result = ledger.run(c.effect(key("r03"), POST))
@@ -143,7 +160,8 @@ def test_row_03_unclaimed_unavailable_is_not_executed(
 
 
 def test_row_04_confirmed_is_skipped(
-        ledger: Ledger, session: SessionFactory, truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger, session: SessionFactory, truth: Callable[[], dict[str, Any]]
+) -> None:
     s = session("alice")
     first = ledger.run(Counted(s.post_effect("Once only")).effect(key("r04"), POST))
     assert first.outcome is Outcome.COMPLETED
@@ -156,8 +174,11 @@ def test_row_04_confirmed_is_skipped(
 
 
 def test_row_05_requested_then_confirmed_is_recorded_and_skipped(
-        ledger: Ledger, session: SessionFactory, server: SandboxServer,
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    server: SandboxServer,
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     """Claimed, then the result shows up before the click (someone else made it)."""
     c = Counted(session("alice").post_effect("Beaten to it"))
     c.before_verify = lambda n: _external_post(server, "alice", "Beaten to it") if n == 2 else None
@@ -169,8 +190,12 @@ def test_row_05_requested_then_confirmed_is_recorded_and_skipped(
 
 
 def test_row_06_requested_temporarily_absent_retries_verification_only(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        server: SandboxServer, truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    server: SandboxServer,
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     faults(FaultRule("post.create", "late_index", seconds=1.5, times=1))
     s = session("alice")
     patient = Policy(settle_seconds=30.0, verify_attempts=2, verify_backoff=0.1)
@@ -195,8 +220,11 @@ def test_row_06_requested_temporarily_absent_retries_verification_only(
 
 
 def test_row_07_requested_unavailable_is_marked_unknown(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     c = Counted(session("carol").post_effect("Posted, then search went down"))
     c.after_perform = lambda: faults(RATE_LIMITED)
     result = ledger.run(c.effect(key("r07", "carol"), POST))
@@ -208,8 +236,11 @@ def test_row_07_requested_unavailable_is_marked_unknown(
 
 
 def test_row_08_requested_still_absent_after_execution_goes_to_review(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     faults(FaultRule("post.create", "late_index", seconds=30.0, times=1))
     c = Counted(session("alice").post_effect("Never shows up in search"))
     result = ledger.run(c.effect(key("r08"), POST))
@@ -223,8 +254,12 @@ def test_row_08_requested_still_absent_after_execution_goes_to_review(
 
 
 def test_row_09_other_owner_confirmed_is_recorded_and_skipped(
-        ledger: Ledger, session: SessionFactory, server: SandboxServer,
-        other_worker: Callable[..., None], truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    server: SandboxServer,
+    other_worker: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     s = session("alice")
     other_worker(Counted(s.post_effect("Theirs, done")), key("r09"))
     assert status(ledger, key("r09")) is Status.CLAIMED
@@ -234,13 +269,19 @@ def test_row_09_other_owner_confirmed_is_recorded_and_skipped(
     assert result.outcome is Outcome.SKIPPED and result.status is Status.CONFIRMED
     assert c.performs == 0
     assert [(e.type, e.run_id) for e in ledger.events(key("r09").value)] == [
-        (E.CLAIMED, "worker-A"), (E.CONFIRMED, "worker-B")]
+        (E.CLAIMED, "worker-A"),
+        (E.CONFIRMED, "worker-B"),
+    ]
     assert truth()["totals"]["posts"] == 1
 
 
 def test_row_10_other_owner_absent_is_not_executed(
-        ledger: Ledger, session: SessionFactory, other_worker: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    other_worker: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+) -> None:
     s = session("alice")
     other_worker(Counted(s.post_effect("Theirs, pending")), key("r10"))
     c = Counted(s.post_effect("Theirs, pending"))
@@ -249,14 +290,21 @@ def test_row_10_other_owner_absent_is_not_executed(
     assert c.performs == 0 and c.preconditions == 0
     record = ledger.get(key("r10").value)
     assert record is not None and (record.status, record.owner, record.fence) == (
-        Status.CLAIMED, "worker-A", 1)
+        Status.CLAIMED,
+        "worker-A",
+        1,
+    )
     assert submits() == [] and truth()["totals"]["posts"] == 0
 
 
 def test_row_11_other_owner_unavailable_is_not_executed(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        other_worker: Callable[..., None], truth: Callable[[], dict[str, Any]],
-        submits: Callable[[], list[str]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    other_worker: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+) -> None:
     s = session("alice")
     other_worker(Counted(s.post_effect("Theirs, unseen")), key("r11"), "after_mark_executing")
     faults(RATE_LIMITED)
@@ -273,8 +321,12 @@ def test_row_11_other_owner_unavailable_is_not_executed(
 
 
 def test_row_12_precondition_no_longer_holds_stops(
-        ledger: Ledger, session: SessionFactory, server: SandboxServer,
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    server: SandboxServer,
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+) -> None:
     """The user approved 4500 for the kayak tour; the price rose before the run."""
     s = session("bob")
     approved = server.db.item("kayak")["price"]  # type: ignore[index]
@@ -290,18 +342,29 @@ def test_row_12_precondition_no_longer_holds_stops(
     assert submits() == [] and truth()["totals"]["bookings"] == 0
 
 
-@pytest.mark.parametrize(("method", "when", "marks", "error", "left"), [
-    ("claim", "before", False, LedgerUnavailable, None),
-    ("claim", "after", False, LedgerOutcomeUnknown, Status.EXECUTING),
-    ("transition", "before", True, LedgerUnavailable, Status.CLAIMED),
-    ("transition", "after", True, LedgerOutcomeUnknown, Status.EXECUTING),
-], ids=["claim-fails", "claim-ack-lost", "mark-fails", "mark-ack-lost"])
+@pytest.mark.parametrize(
+    ("method", "when", "marks", "error", "left"),
+    [
+        ("claim", "before", False, LedgerUnavailable, None),
+        ("claim", "after", False, LedgerOutcomeUnknown, Status.EXECUTING),
+        ("transition", "before", True, LedgerUnavailable, Status.CLAIMED),
+        ("transition", "after", True, LedgerOutcomeUnknown, Status.EXECUTING),
+    ],
+    ids=["claim-fails", "claim-ack-lost", "mark-fails", "mark-ack-lost"],
+)
 def test_row_13_checkpoint_write_fails_nothing_is_clicked(
-        ledger_path: Path, session: SessionFactory, truth: Callable[[], dict[str, Any]],
-        submits: Callable[[], list[str]], method: str, when: str, marks: bool,
-        error: type[Exception], left: Status | None) -> None:
+    ledger_path: Path,
+    session: SessionFactory,
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+    method: str,
+    when: str,
+    marks: bool,
+    error: type[Exception],
+    left: Status | None,
+) -> None:
     """The claim (or, with verify-after-claim, the executing mark) cannot be written."""
-    store = FaultyStore(SQLiteStore(str(ledger_path)))
+    store = FaultyStore(SQLiteStore(str(ledger_path), create=True))
     store.fail(method, when=when, match=lambda r: r.status is Status.EXECUTING)
     policy = Policy(settle_seconds=0.6, verify_after_claim=marks, verify_backoff=0.1)
     c = Counted(session("alice").post_effect("Checkpoint first"))
@@ -314,22 +377,28 @@ def test_row_13_checkpoint_write_fails_nothing_is_clicked(
 
 
 def test_row_14_stale_claim_unavailable_is_not_reclaimed(
-        ledger_path: Path, session: SessionFactory, faults: Callable[..., None],
-        other_worker: Callable[..., None], truth: Callable[[], dict[str, Any]],
-        submits: Callable[[], list[str]]) -> None:
+    ledger_path: Path,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    other_worker: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+) -> None:
     s = session("alice")
     other_worker(Counted(s.post_effect("Stale and unseen")), key("r14"))
-    other_worker(Counted(s.post_effect("Orphaned and unseen")), key("r14b"),
-                 "after_mark_executing")
+    other_worker(Counted(s.post_effect("Orphaned and unseen")), key("r14b"), "after_mark_executing")
     # Worker B comes later: both leases have expired.
-    with Ledger.open(str(ledger_path), clock=SystemClock(LATER)) as led:
+    with Ledger.open(str(ledger_path), create=True, clock=SystemClock(LATER)) as led:
         faults(RATE_LIMITED)
         c = Counted(s.post_effect("Stale and unseen"))
         result = led.run(c.effect(key("r14"), POST), run_id="worker-B")
         assert result.outcome is Outcome.DEFERRED and c.performs == 0
         record = led.get(key("r14").value)
         assert record is not None and (record.status, record.owner, record.fence) == (
-            Status.CLAIMED, "worker-A", 1)
+            Status.CLAIMED,
+            "worker-A",
+            1,
+        )
 
         # An executing mark whose lease ended just now: absence is not yet proof.
         faults()
@@ -345,24 +414,35 @@ def test_row_14_stale_claim_unavailable_is_not_reclaimed(
 
 
 def test_stale_claim_verified_absent_is_released_and_reclaimed(
-        ledger_path: Path, session: SessionFactory, other_worker: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger_path: Path,
+    session: SessionFactory,
+    other_worker: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     s = session("alice")
     other_worker(Counted(s.post_effect("Picked up later")), key("stale"))
-    with Ledger.open(str(ledger_path), clock=SystemClock(LATER)) as led:
+    with Ledger.open(str(ledger_path), create=True, clock=SystemClock(LATER)) as led:
         c = Counted(s.post_effect("Picked up later"))
         result = led.run(c.effect(key("stale"), POST), run_id="worker-B")
         assert result.outcome is Outcome.COMPLETED and result.attempt == 2
         assert c.performs == 1
         assert [(e.type, e.run_id) for e in led.events(key("stale").value)] == [
-            (E.CLAIMED, "worker-A"), (E.FAILED, "worker-B"), (E.CLAIMED, "worker-B"),
-            (E.EXECUTING, "worker-B"), (E.CONFIRMED, "worker-B")]
+            (E.CLAIMED, "worker-A"),
+            (E.FAILED, "worker-B"),
+            (E.CLAIMED, "worker-B"),
+            (E.EXECUTING, "worker-B"),
+            (E.CONFIRMED, "worker-B"),
+        ]
     assert truth()["totals"]["posts"] == 1
 
 
 def test_price_change_at_commit_is_refused_and_never_retried(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        server: SandboxServer, truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    server: SandboxServer,
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     """The price moves between the form and the submit: the shop refuses, verified absent."""
     s = session("carol", confirm_timeout=0.8)
     approved = server.db.item("room-101")["price"]  # type: ignore[index]

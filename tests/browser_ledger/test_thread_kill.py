@@ -32,16 +32,22 @@ from actonce.sandbox import FaultRule, SandboxServer
 
 pytestmark = pytest.mark.browser
 
-PARTS = ("Kill test 1/3: claims before clicks",
-         "Kill test 2/3: receipts after",
-         "Kill test 3/3: and nothing twice")
+PARTS = (
+    "Kill test 1/3: claims before clicks",
+    "Kill test 2/3: receipts after",
+    "Kill test 3/3: and nothing twice",
+)
 
 
 @contextlib.contextmanager
 def worker(config: Path, out: Path) -> Iterator[subprocess.Popen[bytes]]:
     with out.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "actonce.demo._worker", str(config)],
-                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "actonce.demo._worker", str(config)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         yield proc
     finally:
@@ -51,8 +57,9 @@ def worker(config: Path, out: Path) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=30)
 
 
-def wait_for(cond: Callable[[], bool], proc: subprocess.Popen[bytes], out: Path,
-             timeout: float = 60.0) -> None:
+def wait_for(
+    cond: Callable[[], bool], proc: subprocess.Popen[bytes], out: Path, timeout: float = 60.0
+) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         if proc.poll() is not None:
@@ -62,27 +69,43 @@ def wait_for(cond: Callable[[], bool], proc: subprocess.Popen[bytes], out: Path,
 
 
 def test_thread_resumes_at_part_two_after_sigkill(
-        server: SandboxServer, base: str, browser: Browser, ledger_path: Path,
-        tmp_path: Path, truth: Callable[[], dict[str, Any]],
-        faults: Callable[..., None]) -> None:
+    server: SandboxServer,
+    base: str,
+    browser: Browser,
+    ledger_path: Path,
+    tmp_path: Path,
+    truth: Callable[[], dict[str, Any]],
+    faults: Callable[..., None],
+) -> None:
     intent = Intent("thread-kill", "thread", "alice", parts=PARTS)
     keys = [intent.key(p).value for p in range(3)]
     # Hold part 2's first look-up (a search for its text) long enough to kill there.
     faults(FaultRule("view.search", "slow_response", seconds=30.0, match={"q": "2/3"}))
     config = tmp_path / "worker.json"
-    config.write_text(json.dumps({
-        "intents": [intent_json(intent)], "seed": 0, "run_id": "doomed-worker",
-        "ledger": str(ledger_path), "headed": False, "origin": base,
-        "evidence_dir": str(tmp_path / "worker-evidence"), "worker": "w1",
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "intents": [intent_json(intent)],
+                "seed": 0,
+                "run_id": "doomed-worker",
+                "ledger": str(ledger_path),
+                "headed": False,
+                "origin": base,
+                "evidence_dir": str(tmp_path / "worker-evidence"),
+                "worker": "w1",
+            }
+        )
+    )
     out = tmp_path / "worker.out"
 
-    with Ledger.open(str(ledger_path)) as watcher, worker(config, out) as proc:
+    with Ledger.open(str(ledger_path), create=True) as watcher, worker(config, out) as proc:
 
         def part_one_done_and_part_two_looking() -> bool:
             record = watcher.get(keys[0])
-            held = any(r["action"] == "view.search" and "slow_response" in r["faults"]
-                       for r in server.sandbox.faults.log())
+            held = any(
+                r["action"] == "view.search" and "slow_response" in r["faults"]
+                for r in server.sandbox.faults.log()
+            )
             return record is not None and record.status is Status.CONFIRMED and held
 
         wait_for(part_one_done_and_part_two_looking, proc, out)
@@ -98,19 +121,23 @@ def test_thread_resumes_at_part_two_after_sigkill(
 
     # A fresh run (another process's worth of state: only the ledger file) resumes.
     faults()
-    with Ledger.open(str(ledger_path)) as ledger:
-        agent = Agent(ledger, browser, base, evidence_dir=tmp_path / "evidence",
-                      run_id="fresh-run")
+    with Ledger.open(str(ledger_path), create=True) as ledger:
+        agent = Agent(ledger, browser, base, evidence_dir=tmp_path / "evidence", run_id="fresh-run")
         try:
             results = list(agent.run_intent(intent))
         finally:
             agent.close()
         assert [(part, r.outcome, r.attempt) for part, r in results] == [
-            (1, Outcome.COMPLETED, 1), (2, Outcome.COMPLETED, 1)]
+            (1, Outcome.COMPLETED, 1),
+            (2, Outcome.COMPLETED, 1),
+        ]
         records = [ledger.get(k) for k in keys]
         assert [r.result_ref for r in records if r] == [f"{base}/posts/{i}" for i in (1, 2, 3)]
         assert [json.loads(r.payload)["parent"] for r in records if r] == [
-            None, "/posts/1", "/posts/2"]
+            None,
+            "/posts/1",
+            "/posts/2",
+        ]
         assert [r.owner for r in records if r] == ["doomed-worker", "fresh-run", "fresh-run"]
     gt = truth()
     assert [g["key"] for g in gt["posts"]] == [

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from actonce._sqlite import SQLiteStore
-from actonce._store import MemoryStore
+from actonce import MemoryStore, SQLiteStore
 from pgtest import drop_schema, postgres_dsn
 
 
@@ -41,13 +40,13 @@ def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
         yield MemoryStore()
         return
     if backend == "sqlite":
-        s = SQLiteStore(str(tmp_path / "ledger.db"))
+        s = SQLiteStore(str(tmp_path / "ledger.db"), create=True)
         yield s
         s.close()
         return
-    from actonce._postgres import PostgresStore
+    from actonce import PostgresStore
 
     dsn, schema = request.getfixturevalue("pg_schema")
-    s = PostgresStore(dsn, schema=schema, max_size=16)
+    s = PostgresStore(dsn, schema=schema, max_size=16, create=True)
     yield s
     s.close()

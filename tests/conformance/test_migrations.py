@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from actonce import SchemaTooNew
-from actonce._migrations import head, migrations
-from actonce._sqlite import SQLiteStore, _split
+from actonce import SchemaTooNew, SQLiteStore
+from actonce._store.migrations import head, migrations
+from actonce._store.migrations import split_sqlite as _split
 
 
 def _sqlite_dump(path: Path) -> list[tuple[Any, ...]]:
@@ -24,13 +24,13 @@ def _sqlite_dump(path: Path) -> list[tuple[Any, ...]]:
 
 def test_sqlite_migrated_equals_fresh(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.db"
-    SQLiteStore(str(fresh)).close()
+    SQLiteStore(str(fresh), create=True).close()
     old = tmp_path / "old.db"
     with sqlite3.connect(old, isolation_level=None) as conn:
         for statement in _split(migrations("sqlite")[0].sql):
             conn.execute(statement)
         conn.execute("INSERT INTO actonce_meta VALUES ('schema_version', '1')")
-    store = SQLiteStore(str(old))
+    store = SQLiteStore(str(old), create=True)
     assert store.schema_version() == head("sqlite") >= 2
     store.close()
     assert _sqlite_dump(old) == _sqlite_dump(fresh)
@@ -38,14 +38,14 @@ def test_sqlite_migrated_equals_fresh(tmp_path: Path) -> None:
 
 def test_sqlite_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
-    SQLiteStore(str(path)).close()
+    SQLiteStore(str(path), create=True).close()
     with sqlite3.connect(path) as conn:
         conn.execute(
             "UPDATE actonce_meta SET value = ? WHERE name = 'schema_version'",
             (str(head("sqlite") + 1),),
         )
     with pytest.raises(SchemaTooNew):
-        SQLiteStore(str(path))
+        SQLiteStore(str(path), create=True)
 
 
 _PG_DUMP = [
@@ -76,20 +76,20 @@ def test_postgres_migrated_equals_fresh(pg_schema: tuple[str, str]) -> None:
     import psycopg
     from psycopg import sql
 
-    from actonce._postgres import PostgresStore
+    from actonce import PostgresStore
 
     from .conftest import drop_schema
 
     dsn, schema = pg_schema
     fresh = schema + "_fresh"
     try:
-        PostgresStore(dsn, schema=fresh).close()
+        PostgresStore(dsn, schema=fresh, create=True).close()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
             conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
             conn.execute(migrations("postgres")[0].sql.encode())
             conn.execute("INSERT INTO actonce_meta VALUES ('schema_version', '1')")
-        store = PostgresStore(dsn, schema=schema)
+        store = PostgresStore(dsn, schema=schema, create=True)
         assert store.schema_version() == head("postgres") >= 2
         store.close()
         migrated, made = _pg_dump(dsn, schema), _pg_dump(dsn, fresh)
@@ -102,33 +102,33 @@ def test_postgres_migrated_equals_fresh(pg_schema: tuple[str, str]) -> None:
 def test_postgres_newer_schema_is_refused(pg_schema: tuple[str, str]) -> None:
     import psycopg
 
-    from actonce._postgres import PostgresStore
+    from actonce import PostgresStore
 
     dsn, schema = pg_schema
-    PostgresStore(dsn, schema=schema).close()
+    PostgresStore(dsn, schema=schema, create=True).close()
     with psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
         conn.execute(
             "UPDATE actonce_meta SET value = %s WHERE name = 'schema_version'",
             (str(head("postgres") + 1),),
         )
     with pytest.raises(SchemaTooNew):
-        PostgresStore(dsn, schema=schema)
+        PostgresStore(dsn, schema=schema, create=True)
 
 
 def test_postgres_concurrent_openers_migrate_once(pg_schema: tuple[str, str]) -> None:
-    from actonce._postgres import PostgresStore
+    from actonce import PostgresStore
 
     dsn, schema = pg_schema
     n = 8
     barrier = threading.Barrier(n)
-    salts: list[bytes] = []
+    salts: list[str] = []
     errors: list[BaseException] = []
 
     def open_one() -> None:
         barrier.wait()
         try:
-            store = PostgresStore(dsn, schema=schema, min_size=0)
-            salts.append(store.salt())
+            store = PostgresStore(dsn, schema=schema, min_size=0, create=True)
+            salts.append(store.ledger_id)
             store.close()
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from actonce import Confirmed, Effect, Event, EventType, Ledger, Policy, Status
-from actonce._model import EffectRecord
+from actonce._rules.model import EffectRecord
 
 T0 = 1_700_000_000.0
 
@@ -164,7 +164,7 @@ def test_select_open_effects_counts_and_prefix(store: Any) -> None:
     assert store.match_prefix("a", 10) == ["aa01", "aa02", "ab03"]
     assert store.match_prefix("b00", 1) == ["b004"]
     assert store.match_prefix("c") == []
-    assert len(store.salt()) == 32
+    assert len(store.ledger_id) == 32
 
 
 def test_ledger_runs_one_effect_end_to_end(store: Any) -> None:

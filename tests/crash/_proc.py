@@ -25,9 +25,8 @@ import signal
 import sys
 import time
 
-from actonce import Ledger, LedgerError, Policy, Registry, SystemClock, _crash
-from actonce._sqlite import SQLiteStore
-from actonce.testing import FakeProvider
+from actonce import Ledger, LedgerError, Policy, Registry, SQLiteStore, SystemClock
+from actonce.testing import FakeProvider, observe_points
 
 
 class FileClock(SystemClock):
@@ -57,19 +56,17 @@ def main() -> None:
     provider = FakeProvider(cfg["provider"], clock=clock)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
-    ledger = Ledger(SQLiteStore(cfg["ledger"]), clock=clock, registry=registry)
+    ledger = Ledger(SQLiteStore(cfg["ledger"], create=True), clock=clock, registry=registry)
 
     stops = set(cfg.get("stop_at", ()))
     if stops:
-        real_hit = _crash.hit
 
         def hit(point: str) -> None:
             if point in stops:
                 say({"stopped": point})
                 os.kill(os.getpid(), signal.SIGSTOP)
-            real_hit(point)
 
-        _crash.hit = hit
+        observe_points(hit)
 
     if cfg.get("gate"):
         say({"ready": os.getpid()})

@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from actonce import Ledger, Policy, Registry, Status, SystemClock
-from actonce._sqlite import SQLiteStore
+from actonce import Ledger, Policy, Registry, SQLiteStore, Status, SystemClock
 from actonce.testing import FakeProvider
 
 HERE = Path(__file__).parent
@@ -45,7 +44,7 @@ class World:
         provider = FakeProvider(self.provider_path, clock=clock)
         registry = Registry()
         registry.register("fake", provider.verifier, policy=policy or Policy())
-        store = SQLiteStore(self.ledger_path, busy_timeout=busy_timeout)
+        store = SQLiteStore(self.ledger_path, busy_timeout=busy_timeout, create=True)
         ledger = Ledger(store, clock=clock, registry=registry)
         try:
             yield ledger, provider

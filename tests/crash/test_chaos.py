@@ -10,8 +10,10 @@ import json
 
 import pytest
 
-from actonce import SystemClock, _chaos, _chaos_worker
-from actonce._chaos import run_campaign
+from actonce import SystemClock
+from actonce.chaos import _campaign as _chaos
+from actonce.chaos import _worker as _chaos_worker
+from actonce.chaos import run_campaign
 from actonce.testing import POINTS, FakeProvider
 
 SCHEDULES = 200

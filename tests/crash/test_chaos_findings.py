@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from actonce import Effect, HardStop, Ledger, Outcome, Policy, Registry, Status, _crash
-from actonce._sqlite import SQLiteStore
-from actonce.testing import FakeProvider, FrozenClock
+from actonce import Effect, HardStop, Ledger, Outcome, Policy, Registry, SQLiteStore, Status
+from actonce.testing import FakeProvider, FrozenClock, observing
 
 
 def test_a_declined_perform_does_not_stick_to_the_next_attempt_of_the_run(
@@ -40,11 +39,12 @@ def test_a_declined_perform_does_not_stick_to_the_next_attempt_of_the_run(
     provider = FakeProvider(str(tmp_path / "provider.db"), clock=clock)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
-    store = SQLiteStore(str(tmp_path / "ledger.db"))
+    store = SQLiteStore(str(tmp_path / "ledger.db"), create=True)
     worker = Ledger(store, clock=clock, registry=registry)
-    other = Ledger(SQLiteStore(str(tmp_path / "ledger.db")), clock=clock, registry=registry)
+    other = Ledger(
+        SQLiteStore(str(tmp_path / "ledger.db"), create=True), clock=clock, registry=registry
+    )
 
-    real_hit = _crash.hit
     paused = []
 
     def hit(point: str) -> None:
@@ -55,11 +55,9 @@ def test_a_declined_perform_does_not_stick_to_the_next_attempt_of_the_run(
             clock.advance(policy.lease_seconds + policy.settle_seconds + 1)
             report = other.reconcile()
             assert [r.status for r in report.results] == [Status.FAILED]
-        real_hit(point)
 
-    monkeypatch.setattr(_crash, "hit", hit)
-    result = worker.run(provider.effect("r", policy=policy))
-    monkeypatch.setattr(_crash, "hit", real_hit)
+    with observing(hit):
+        result = worker.run(provider.effect("r", policy=policy))
 
     assert paused
     accepted = provider.count("r")
@@ -83,8 +81,11 @@ def test_a_run_never_performs_twice_after_losing_the_race_to_reconcile(
     """The perform raises and nothing was committed; the owner is paused past
     its lease before it records anything, and reconcile fails the mark. The
     owner's compare-and-set then loses and it finds the key failed. It must
-    end its run there (a hard stop: no further mutation; an error: replan),
-    not claim the key again and perform a second time within the same run.
+    end its run there, not claim the key again and perform a second time
+    within the same run. Since it did perform (and an HTTP 500 does not prove
+    that nothing landed), it raises the alarm: the effect goes to review
+    (issue 7: a run that performed never reports "failed, replan" after being
+    overtaken); a hard stop still ends the run as a hard stop.
     """
     clock = FrozenClock()
     policy = Policy(
@@ -93,8 +94,12 @@ def test_a_run_never_performs_twice_after_losing_the_race_to_reconcile(
     provider = FakeProvider(str(tmp_path / "provider.db"), clock=clock)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
-    worker = Ledger(SQLiteStore(str(tmp_path / "ledger.db")), clock=clock, registry=registry)
-    other = Ledger(SQLiteStore(str(tmp_path / "ledger.db")), clock=clock, registry=registry)
+    worker = Ledger(
+        SQLiteStore(str(tmp_path / "ledger.db"), create=True), clock=clock, registry=registry
+    )
+    other = Ledger(
+        SQLiteStore(str(tmp_path / "ledger.db"), create=True), clock=clock, registry=registry
+    )
     calls: list[int] = []
 
     def perform() -> None:
@@ -105,7 +110,6 @@ def test_a_run_never_performs_twice_after_losing_the_race_to_reconcile(
 
     base = provider.effect("r", policy=policy)
     effect = Effect(base.key, base.kind, base.payload, perform, base.verify, policy=policy)
-    real_hit = _crash.hit
     paused: list[str] = []
 
     def hit(point: str) -> None:
@@ -113,11 +117,9 @@ def test_a_run_never_performs_twice_after_losing_the_race_to_reconcile(
             paused.append(point)
             clock.advance(policy.lease_seconds + policy.settle_seconds + 1)
             assert [r.status for r in other.reconcile().results] == [Status.FAILED]
-        real_hit(point)
 
-    monkeypatch.setattr(_crash, "hit", hit)
-    result = worker.run(effect)
-    monkeypatch.setattr(_crash, "hit", real_hit)
+    with observing(hit):
+        result = worker.run(effect)
 
     assert paused
     assert len(calls) == 1, "performed again within the same run"
@@ -125,6 +127,11 @@ def test_a_run_never_performs_twice_after_losing_the_race_to_reconcile(
     if isinstance(error, HardStop):
         assert result.outcome is Outcome.HARD_STOP
     else:
-        assert result.outcome is Outcome.FAILED
-        assert worker.run(effect).outcome is Outcome.COMPLETED  # replanned by the caller
-        assert provider.accepted() == {"r": 1}
+        assert result.outcome is Outcome.NEEDS_REVIEW
+        assert "performed after being overtaken" in (result.reason or "")
+    record = worker.get(result.key)
+    assert record is not None and record.status is Status.NEEDS_REVIEW
+    alarm = [e for e in worker.events(result.key) if "alarm" in e.data]
+    assert len(alarm) == 1 and alarm[0].from_status is Status.FAILED
+    assert worker.run(effect).outcome is Outcome.NEEDS_REVIEW  # a human decides, not a retry
+    assert len(calls) == 1

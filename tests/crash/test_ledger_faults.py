@@ -25,10 +25,10 @@ from actonce import (
     Outcome,
     Policy,
     Registry,
+    SQLiteStore,
     Status,
     Verdict,
 )
-from actonce._sqlite import SQLiteStore
 from actonce.testing import FakeProvider, FaultyStore, FrozenClock
 
 LATER = 10_000.0
@@ -82,7 +82,7 @@ def test_failed_checkpoint_write_never_performs(
     provider = FakeProvider(str(tmp_path / "provider.db"), clock=clock)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
-    store = FaultyStore(SQLiteStore(str(tmp_path / "ledger.db")))
+    store = FaultyStore(SQLiteStore(str(tmp_path / "ledger.db"), create=True))
     ledger = Ledger(store, clock=clock, registry=registry)  # type: ignore[arg-type]
     effect = provider.effect("r", policy=policy)
 
@@ -131,7 +131,9 @@ def test_write_lock_held_elsewhere_fails_the_claim(
 ) -> None:
     clock = FrozenClock()
     provider = FakeProvider(str(tmp_path / "provider.db"), clock=clock)
-    ledger = Ledger(SQLiteStore(str(tmp_path / "ledger.db"), busy_timeout=0.05), clock=clock)
+    ledger = Ledger(
+        SQLiteStore(str(tmp_path / "ledger.db"), busy_timeout=0.05, create=True), clock=clock
+    )
     effect = provider.effect("r", policy=_policy(verify_after_claim, True))
     blocker = _blocker(tmp_path / "ledger.db")
     try:
@@ -154,7 +156,7 @@ def test_write_lock_taken_between_claim_and_mark(tmp_path: Path) -> None:
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
     ledger = Ledger(
-        SQLiteStore(str(tmp_path / "ledger.db"), busy_timeout=0.05),
+        SQLiteStore(str(tmp_path / "ledger.db"), busy_timeout=0.05, create=True),
         clock=clock,
         registry=registry,
     )

@@ -10,9 +10,24 @@ from pathlib import Path
 
 def test_demo_under_faults_and_kills_has_no_duplicate(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "actonce", "demo", "--intents", "10", "--workers", "2",
-         "--seed", "5", "--workdir", str(tmp_path / "demo"), "--json"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "actonce",
+            "demo",
+            "--intents",
+            "10",
+            "--workers",
+            "2",
+            "--seed",
+            "5",
+            "--workdir",
+            str(tmp_path / "demo"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -26,14 +41,18 @@ def test_demo_under_faults_and_kills_has_no_duplicate(tmp_path: Path) -> None:
     assert sum(report["observed"].values()) >= report["confirmed"]
     # The human report is printed too, and the ledger is left for inspection.
     assert "actonce demo report" in proc.stdout
-    status = subprocess.run([sys.executable, "-m", "actonce", "status", "--ledger",
-                             report["ledger"], "--json"], capture_output=True, text=True)
+    status = subprocess.run(
+        [sys.executable, "-m", "actonce", "status", "--ledger", report["ledger"], "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert json.loads(status.stdout)["open"] == 0
 
 
 def test_demo_rejects_bad_options() -> None:
-    proc = subprocess.run([sys.executable, "-m", "actonce", "demo", "--workers", "0"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "actonce", "demo", "--workers", "0"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert "--workers" in proc.stderr
 

@@ -27,9 +27,9 @@ def pg() -> Iterator[tuple[str, str]]:
     """(dsn, schema): a fresh schema on the test server, dropped afterwards."""
     dsn = postgres_dsn()
     schema = f"actonce_ptest_{uuid.uuid4().hex[:10]}"
-    from actonce._postgres import PostgresStore
+    from actonce import PostgresStore
 
-    PostgresStore(dsn, schema=schema, min_size=0).close()  # migrate once, up front
+    PostgresStore(dsn, schema=schema, min_size=0, create=True).close()  # migrate once, up front
     try:
         yield dsn, schema
     finally:

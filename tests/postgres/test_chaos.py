@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from actonce import _chaos
-from actonce._chaos import run_campaign
+from actonce.chaos import _campaign as _chaos
+from actonce.chaos import run_campaign
 from pgtest import postgres_dsn
 
 SCHEDULES = 40

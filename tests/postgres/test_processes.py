@@ -15,8 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from actonce import Ledger, Status, SystemClock, WorkQueue
-from actonce._postgres import PostgresStore
+from actonce import Ledger, PostgresStore, Status, SystemClock, WorkQueue
 
 from .conftest import Worker, start_all
 
@@ -38,7 +37,7 @@ def test_race_on_one_key_performs_exactly_once(pg: tuple[str, str], tmp_path: Pa
     results = [w.finish() for w in workers]
     assert len(performs(log)) == 1
     assert sum(r["performed"] for r in results) == 1
-    store = PostgresStore(dsn, schema=schema, min_size=0)
+    store = PostgresStore(dsn, schema=schema, min_size=0, create=True)
     try:
         record = store.get("race-key")
         assert record is not None and record.status is Status.CONFIRMED and record.fence == 1
@@ -62,7 +61,7 @@ def test_stopped_zombie_is_fenced_out_of_its_lease_and_its_effect(
     try:
         # An hour later (by this clock), both the lease and the claim have expired.
         later = SystemClock(offset=3600)
-        store = PostgresStore(dsn, schema=schema, min_size=0)
+        store = PostgresStore(dsn, schema=schema, min_size=0, create=True)
         from actonce import Lease
 
         taker = Lease(store, "nightly", owner="taker", ttl=30, clock=later)
@@ -86,7 +85,7 @@ def test_stopped_zombie_is_fenced_out_of_its_lease_and_its_effect(
 
 def test_skip_locked_hand_out_under_many_workers(pg: tuple[str, str]) -> None:
     dsn, schema = pg
-    store = PostgresStore(dsn, schema=schema, min_size=0)
+    store = PostgresStore(dsn, schema=schema, min_size=0, create=True)
     producer = WorkQueue(store)
     total = 600
     for i in range(total):
@@ -143,7 +142,7 @@ def test_connection_killed_mid_write_never_performs(
     facts = worker.finish()
     assert facts["error"] == "LedgerOutcomeUnknown"
     assert performs(log) == []
-    store = PostgresStore(dsn, schema=schema, min_size=0)
+    store = PostgresStore(dsn, schema=schema, min_size=0, create=True)
     record = store.get(key)
     if phase == "claim":
         assert record is None  # the terminated statement rolled back
@@ -172,7 +171,7 @@ def test_lease_expiry_and_reacquisition_across_processes(
     holder.proc.wait(30)
     from actonce import Lease, LeaseHeld
 
-    store = PostgresStore(dsn, schema=schema, min_size=0)
+    store = PostgresStore(dsn, schema=schema, min_size=0, create=True)
     with pytest.raises(LeaseHeld), Lease(store, "ops", owner="now", ttl=30):
         pass  # pragma: no cover - the dead holder's lease is still live
     # After its expiry (a clock 31 s ahead), the lease is free again, token 2.

@@ -14,6 +14,7 @@ from typing import Any
 
 from actonce import (
     Absent,
+    ClaimResult,
     Confirmed,
     Effect,
     Lease,
@@ -21,10 +22,9 @@ from actonce import (
     Ledger,
     LedgerError,
     Policy,
+    PostgresStore,
     WorkQueue,
 )
-from actonce._postgres import PostgresStore
-from actonce._store import ClaimResult
 
 
 def say(**facts: Any) -> None:
@@ -69,8 +69,8 @@ class PausingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def claim(self, *args: Any) -> ClaimResult:
-        result: ClaimResult = self.inner.claim(*args)
+    def claim(self, *args: Any, **kwargs: Any) -> ClaimResult:
+        result: ClaimResult = self.inner.claim(*args, **kwargs)
         if result.acquired:
             say(state="claimed")
             wait_for("go2")
@@ -79,7 +79,7 @@ class PausingStore:
 
 def main() -> None:
     mode, args = sys.argv[1], json.loads(sys.argv[2])
-    store = PostgresStore(args["dsn"], schema=args["schema"], min_size=1, max_size=1)
+    store = PostgresStore(args["dsn"], schema=args["schema"], min_size=1, max_size=1, create=True)
     with store._pool.connection() as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
         backend = int(row[0]) if row else 0

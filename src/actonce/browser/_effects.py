@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from .._errors import HardStop, UsageError
-from .._model import Absent, Confirmed, Verdict
+from actonce import Absent, Confirmed, HardStop, UsageError, Verdict
+
 from ._site import SiteEffect, normalize_text
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import ActOnceError, HardStop
-from .._errors import NotPerformed as _CoreNotPerformed
+from actonce import ActOnceError, HardStop
+from actonce import NotPerformed as _CoreNotPerformed
 
 __all__ = [
     "BrowserError",

@@ -32,8 +32,8 @@ from urllib.parse import urljoin, urlsplit
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
-from .._errors import HardStop, UsageError
-from .._model import Unavailable, Verdict
+from actonce import HardStop, Unavailable, UsageError, Verdict
+
 from ._discovery import DEFAULT_ARGS, find_chromium
 from ._errors import (
     BrowserError,

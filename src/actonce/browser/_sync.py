@@ -14,7 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._model import Verdict
+from actonce import Verdict
+
 from ._discovery import DEFAULT_ARGS
 from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
 from ._site import SiteEffect

@@ -9,7 +9,7 @@ others. A seeded random plan decides, per schedule, the policy (settle
 window, authoritative absence, verify-after-claim, verification attempts),
 the provider's faults (lost responses, failures before commit, unavailable
 lookups, visibility delay), which worker has a crash point armed
-(``_crash.arm(point, nth=k, mode="kill")``: a real ``SIGKILL`` of itself),
+(``actonce.testing.arm(point, nth=k, mode="kill")``: a real ``SIGKILL`` of itself),
 whether the parent ``SIGKILL``\\ s a worker at a random moment (after a
 random number of crash-point passes reported by the workers through a pipe:
 progress is observed, never waited for with sleeps), and whether a worker
@@ -63,19 +63,25 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _chaos_pg, _crash
-from ._chaos_plan import Plan as _Plan
-from ._chaos_plan import plan as _plan
-from ._chaos_report import ChaosReport
-from ._chaos_round import Child, Stats, Zombie, abandon, consume, resume, run_round
-from ._chaos_worker import WorkerSpec
-from ._clock import SystemClock
-from ._errors import LedgerError
-from ._keys import effect_key
-from ._ledger import Ledger
-from ._model import OPEN_STATUSES, EventType, Policy, Status
-from ._registry import Registry
-from .testing import FakeProvider, Faults
+from actonce import (
+    EventType,
+    Ledger,
+    LedgerError,
+    Policy,
+    Registry,
+    SQLiteStore,
+    Status,
+    SystemClock,
+    effect_key,
+)
+from actonce.testing import POINTS, FakeProvider, Faults, disarm
+
+from . import _pg as _chaos_pg
+from ._plan import Plan as _Plan
+from ._plan import plan as _plan
+from ._report import ChaosReport
+from ._round import Child, Stats, Zombie, abandon, consume, resume, run_round
+from ._worker import WorkerSpec
 
 __all__ = ["ChaosReport", "main", "run_campaign"]
 
@@ -135,9 +141,7 @@ def _world(
     registry.register("fake", provider.verifier, policy=policy)
     try:
         if where.conninfo is None:
-            from ._sqlite import SQLiteStore
-
-            store: Any = SQLiteStore(where.file("ledger.db"))
+            store: Any = SQLiteStore(where.file("ledger.db"), create=True)
         else:
             assert where.schema is not None
             store = _chaos_pg.open_store(
@@ -297,7 +301,7 @@ def _rounds(
         if chaos:
             for w in running:
                 if rng.random() < 0.3:
-                    arms[w] = (rng.choice(_crash.POINTS), rng.randint(1, 2))
+                    arms[w] = (rng.choice(POINTS), rng.randint(1, 2))
             if running and rng.random() < 0.3:
                 kill = (rng.randint(1, 4 * len(pending) + 1), rng.randrange(len(running)))
     with _world(where, (r + 1) * ROUND, plan.policy, Faults(), 0) as (ledger, provider):
@@ -335,7 +339,7 @@ def _judge(
         if status is Status.FAILED and n > 0:
             tally.inconsistent += 1
             tally.find(f"schedule {index}: {ref} failed in the ledger, accepted {n} times")
-        if status in OPEN_STATUSES:
+        if status is not None and status.is_open:
             tally.unresolved += 1
             continue
         honest = (
@@ -421,7 +425,7 @@ def run_campaign(
         conninfo = _chaos_pg.base_conninfo(_chaos_pg.resolve_dsn(dsn))
     # A crash point armed in this (parent) process, e.g. by ACTONCE_CRASH_AT,
     # would kill the campaign itself during reconcile; workers arm their own.
-    _crash.disarm()
+    disarm()
     root = tmp_dir or _temp_root()
     tally = _Tally()
     started = time.monotonic()
@@ -459,7 +463,7 @@ def run_campaign(
         lost=tally.lost,
         unresolved=tally.unresolved,
         inconsistent=tally.inconsistent,
-        crash_points_hit={p: tally.points[p] for p in _crash.POINTS},
+        crash_points_hit={p: tally.points[p] for p in POINTS},
         kills=tally.kills,
         random_kills=tally.random_kills,
         zombies=tally.zombies,

@@ -17,7 +17,6 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "Killer",
@@ -65,24 +64,16 @@ def base_conninfo(dsn: str) -> str:
         LedgerUnavailable: the server cannot be reached (one line).
     """
     import psycopg
-    from psycopg.conninfo import make_conninfo
 
-    from ._errors import LedgerUnavailable
+    from actonce import BadLedgerURL, LedgerUnavailable, PostgresStore
 
-    parts = urlsplit(dsn)
-    if "://" in dsn:
-        if parts.scheme.lower() not in ("postgresql", "postgres"):
-            raise ValueError(f"not a PostgreSQL DSN: {parts.scheme}://...")
-        kept = [
-            (k, v)
-            for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            if k not in ("schema", "pool_min", "pool_max")
-        ]
-        dsn = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(kept)))
+    scheme = dsn.partition("://")[0].lower() if "://" in dsn else "postgresql"
+    if scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"not a PostgreSQL DSN: {scheme}://...")
     try:
-        conninfo = make_conninfo(dsn)
-    except psycopg.ProgrammingError as exc:
-        raise ValueError(f"malformed PostgreSQL DSN: {_one_line(exc)}") from exc
+        conninfo = PostgresStore.conninfo(dsn)
+    except BadLedgerURL as exc:
+        raise ValueError(str(exc)) from exc
     try:
         psycopg.connect(conninfo, connect_timeout=5).close()
     except psycopg.Error as exc:
@@ -99,7 +90,7 @@ def app_name(schema: str, who: str) -> str:
     return f"{schema}:{who}"[:63]
 
 
-def open_store(conninfo: str, schema: str, app: str) -> Any:
+def open_store(conninfo: str, schema: str, app: str, *, create: bool = False) -> Any:
     """A :class:`PostgresStore` on ``schema`` with one connection named ``app``.
 
     Opened in the process that uses it (a worker opens its own after
@@ -108,10 +99,10 @@ def open_store(conninfo: str, schema: str, app: str) -> Any:
     """
     from psycopg.conninfo import make_conninfo
 
-    from ._postgres import PostgresStore
+    from actonce import PostgresStore
 
     named = make_conninfo(conninfo, application_name=app)
-    return PostgresStore(named, schema=schema, min_size=1, max_size=1, timeout=5.0)
+    return PostgresStore(named, schema=schema, create=create, min_size=1, max_size=1, timeout=5.0)
 
 
 def _admin(conninfo: str) -> Any:
@@ -142,7 +133,7 @@ def schedule_schema(conninfo: str, index: int) -> Iterator[str]:
     _drop(conninfo, [name])  # a leftover of an earlier process with our pid
     try:
         # The store's migrations create the schema.
-        open_store(conninfo, name, app_name(name, PARENT)).close()
+        open_store(conninfo, name, app_name(name, PARENT), create=True).close()
         yield name
     finally:
         _drop(conninfo, [name])

@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from . import _crash
-from ._chaos_round import Zombie
-from ._model import Policy
-from .testing import Faults
+from actonce import Policy
+from actonce.testing import POINTS, Faults
+
+from ._round import Zombie
 
 __all__ = ["FOREVER", "Plan", "plan"]
 
@@ -62,7 +62,7 @@ def plan(rng: random.Random, workers: int, intents: int) -> Plan:
     )
     arms = {}
     for w in rng.sample(range(workers), k=min(workers, rng.choice([0, 1, 1, 1, 2]))):
-        arms[w] = (rng.choice(_crash.POINTS), rng.randint(1, max(1, min(3, intents))))
+        arms[w] = (rng.choice(POINTS), rng.randint(1, max(1, min(3, intents))))
     kill = None
     if rng.random() < 0.5:
         kill = (rng.randint(1, 6 * intents), rng.randrange(workers))
@@ -86,8 +86,8 @@ def _zombie(rng: random.Random, workers: int, policy: Policy) -> Zombie:
     stops: list[tuple[str, int, bool]] = []
     if rng.random() < 0.7:
         # Half of the long pauses fall before the mark.
-        split = _crash.POINTS.index(mark)
-        before, after = _crash.POINTS[:split], _crash.POINTS[split:]
+        split = POINTS.index(mark)
+        before, after = POINTS[:split], POINTS[split:]
         point = rng.choice(before if rng.random() < 0.5 else after)
         stops.append((point, rng.choice([1, 1, 1, 2]), True))
         if point in before and rng.random() < 0.8:
@@ -97,7 +97,7 @@ def _zombie(rng: random.Random, workers: int, policy: Policy) -> Zombie:
             stops.append((mark, 1, False))
     else:
         # A pause shorter than the lease is safe anywhere.
-        stops.append((rng.choice(_crash.POINTS), rng.randint(1, 2), False))
+        stops.append((rng.choice(POINTS), rng.randint(1, 2), False))
     # A short pause ends after a few more passes, or once the others are done.
     short_after = rng.choice([rng.randint(0, 12), FOREVER])
     return Zombie(rng.randrange(workers), tuple(stops), rng.random() < 0.5, short_after)

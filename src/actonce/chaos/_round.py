@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ._chaos_worker import (
+from ._worker import (
     EXIT_ERROR,
     LEDGER_ERROR,
     LEDGER_UNKNOWN,

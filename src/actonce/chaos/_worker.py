@@ -34,21 +34,24 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from . import _crash
-from ._clock import SystemClock
-from ._errors import LedgerError, LedgerOutcomeUnknown
-from ._ledger import Ledger
-from ._model import Policy
-from ._registry import Registry
-from .testing import FakeProvider, Faults
+from actonce import (
+    Ledger,
+    LedgerError,
+    LedgerOutcomeUnknown,
+    Policy,
+    Registry,
+    SQLiteStore,
+    SystemClock,
+)
+from actonce.testing import POINTS, FakeProvider, Faults, arm, disarm, observe_points
 
 __all__ = ["LEDGER_ERROR", "LEDGER_UNKNOWN", "STOPPED", "WorkerSpec", "decode", "run_worker"]
 
 #: Exit code of a worker that hit an unexpected exception (a finding).
 EXIT_ERROR = 3
 
-_PASS = {name: bytes([ord("a") + i]) for i, name in enumerate(_crash.POINTS)}
-_FATAL = {name: bytes([ord("A") + i]) for i, name in enumerate(_crash.POINTS)}
+_PASS = {name: bytes([ord("a") + i]) for i, name in enumerate(POINTS)}
+_FATAL = {name: bytes([ord("A") + i]) for i, name in enumerate(POINTS)}
 #: The byte a zombie reports right before it stops itself.
 STOPPED = ord("!")
 #: The bytes a worker reports for each ``LedgerError`` its store raised:
@@ -60,8 +63,8 @@ LEDGER_ERROR = ord("~")
 def decode(byte: int) -> tuple[str, bool]:
     """The point a reported byte (not ``STOPPED``) stands for, and whether it was fatal."""
     if byte >= ord("a"):
-        return _crash.POINTS[byte - ord("a")], False
-    return _crash.POINTS[byte - ord("A")], True
+        return POINTS[byte - ord("a")], False
+    return POINTS[byte - ord("A")], True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,19 +107,18 @@ def run_worker(spec: WorkerSpec, wfd: int) -> None:
 
 def _tap(spec: WorkerSpec, wfd: int, clock: SystemClock) -> None:
     """Arm the crash point (if any), report every pass, stop where planned."""
-    real_hit = _crash.hit
-    arm = spec.arm
+    armed = spec.arm
     stops = list(spec.stops)
-    if arm is None:
-        _crash.disarm()
+    if armed is None:
+        disarm()
     else:
-        _crash.arm(arm[0], nth=arm[1], mode="kill")
+        arm(armed[0], nth=armed[1], mode="kill")
     passes: dict[str, int] = {}
     since_stop: dict[str, int] = {}
 
     def hit(point: str) -> None:
         n = passes[point] = passes.get(point, 0) + 1
-        fatal = arm is not None and point == arm[0] and n == arm[1]
+        fatal = armed is not None and point == armed[0] and n == armed[1]
         os.write(wfd, _FATAL[point] if fatal else _PASS[point])
         if stops and point == stops[0][0] and spec.resume_fd is not None:
             k = since_stop[point] = since_stop.get(point, 0) + 1
@@ -126,12 +128,9 @@ def _tap(spec: WorkerSpec, wfd: int, clock: SystemClock) -> None:
                 os.write(wfd, bytes([STOPPED]))
                 os.kill(os.getpid(), signal.SIGSTOP)
                 clock.offset = _read_offset(spec.resume_fd)
-        real_hit(point)
 
-    # The protocol driver and the fake provider look ``_crash.hit`` up at each
-    # pass, so replacing the module attribute in this (forked) process taps
-    # every point without touching the core.
-    _crash.hit = hit
+    # Told of every pass before an armed point acts (the public hook).
+    observe_points(hit)
 
 
 def _read_offset(fd: int) -> float:
@@ -147,10 +146,8 @@ def _read_offset(fd: int) -> float:
 
 def _open(spec: WorkerSpec) -> Any:
     if spec.conninfo is None:
-        from ._sqlite import SQLiteStore
-
         return SQLiteStore(spec.ledger_path)
-    from ._chaos_pg import open_store
+    from ._pg import open_store
 
     # The pool warns on stderr about each connection the parent terminated;
     # the worker reports those through its pipe instead.

@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    from .._errors import ActOnceError
+    from actonce import ActOnceError
 
     try:
         report = run_demo(cfg, progress)

@@ -13,13 +13,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._keys import EffectKey
-from .._ledger import Effect, Ledger
-from .._model import EffectRecord, Outcome, Policy, RunResult, Status, Verdict
-from .._registry import Registry
-from ..browser import Browser, BrowserSession, as_effect
-from ..browser import Effect as SiteBound
-from ..sandbox import SEED_USERS
+from actonce import (
+    Effect,
+    EffectKey,
+    EffectRecord,
+    Ledger,
+    Outcome,
+    Policy,
+    Registry,
+    RunResult,
+    Status,
+    Verdict,
+)
+from actonce.browser import Browser, BrowserSession, as_effect
+from actonce.browser import Effect as SiteBound
+from actonce.sandbox import SEED_USERS
+
 from ._intents import Intent
 
 __all__ = ["POLICIES", "Agent", "to_effect"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .._keys import EffectKey, effect_key
+from actonce import EffectKey, effect_key
 
 __all__ = ["Intent", "build_batch", "quality_gate"]
 

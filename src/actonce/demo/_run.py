@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .._ledger import Ledger
-from .._model import OPEN_STATUSES, EffectRecord, Status
-from .._registry import Registry
-from ..browser import Browser
-from ..sandbox import Fault, FaultRule, SandboxServer
+from actonce import EffectRecord, Ledger, Registry, Status
+from actonce.browser import Browser
+from actonce.sandbox import Fault, FaultRule, SandboxServer
+
 from ._agent import Agent
 from ._intents import Intent, build_batch, quality_gate
 from ._worker import EXIT_HARD_STOP, intent_json
@@ -168,7 +167,7 @@ def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None)
                  f"({len(report.quality_skips)} turned down by the quality gate), "
                  f"{cfg.workers} workers, faults {'on' if cfg.faults else 'off'}")
 
-        with Ledger.open(ledger_url) as ledger, Browser(headed=cfg.headed) as browser:
+        with Ledger.open(ledger_url, create=True) as ledger, Browser(headed=cfg.headed) as browser:
             registry = Registry()
             reconciler = Agent(ledger, browser, server.url, evidence_dir=evidence,
                                run_id="demo-reconcile")
@@ -320,7 +319,7 @@ def _summarize(report: DemoReport, ledger_url: str, todo: list[Intent], by_id: d
         records = ledger.list(limit=100_000)
         report.effects = len(records)
         report.confirmed = sum(r.status is Status.CONFIRMED for r in records)
-        report.unresolved = [r.key for r in records if r.status in OPEN_STATUSES]
+        report.unresolved = [r.key for r in records if r.status.is_open]
         for r in records:
             events = ledger.events(r.key)
             if r.status is Status.CONFIRMED and any(e.to_status is Status.FAILED for e in events):

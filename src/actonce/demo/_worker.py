@@ -14,10 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .._errors import ActOnceError, HardStop
-from .._ledger import Ledger
-from .._model import Outcome
-from ..browser import Browser
+from actonce import ActOnceError, HardStop, Ledger, Outcome
+from actonce.browser import Browser
+
 from ._agent import Agent
 from ._intents import Intent
 

@@ -1,0 +1,87 @@
+"""How the CLI shows records, events and tables (text and JSON)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from actonce import EffectRecord, Event, scrub_text
+
+__all__ = ["event_json", "payload_of", "print_json", "record_json", "table", "when"]
+
+
+def when(ts: float | None) -> str:
+    """A timestamp as local time, to the second."""
+    if ts is None:
+        return "-"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return f"{ts!r}"
+
+
+def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    """Rows under headers, columns padded."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def payload_of(text: str) -> Any:
+    """A stored JSON text decoded; the text itself when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def clean(text: str | None) -> str | None:
+    """Text fit to print: scrubbed of anything secret-looking."""
+    return None if text is None else scrub_text(text)
+
+
+def record_json(r: EffectRecord) -> dict[str, Any]:
+    """One record as JSON."""
+    return {
+        "key": r.key,
+        "kind": r.kind,
+        "status": r.status.value,
+        "attempt": r.fence,
+        "owner": r.owner,
+        "lease_expires_at": r.lease_expires_at,
+        "payload": payload_of(r.payload),
+        "scope": payload_of(r.scope),
+        "result_ref": clean(r.result_ref),
+        "matches": r.matches,
+        "reason": clean(r.reason),
+        "created_at": r.created_at,
+        "updated_at": r.updated_at,
+        "executing_at": r.executing_at,
+    }
+
+
+def event_json(e: Event) -> dict[str, Any]:
+    """One event as JSON."""
+    return {
+        "seq": e.seq,
+        "type": e.type.value,
+        "at": e.at,
+        "attempt": e.fence,
+        "run_id": e.run_id,
+        "from": None if e.from_status is None else e.from_status.value,
+        "to": None if e.to_status is None else e.to_status.value,
+        "message": clean(e.message),
+        "data": e.data,
+    }
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on one line."""
+    print(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))

@@ -9,11 +9,21 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._effect import Effect
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
 from ._queue import AsyncWorkQueue, WorkQueue
 from ._registry import Registry, registry
+from ._rules.approvals import (
+    Answered,
+    AnswerResult,
+    ApprovalStatus,
+    Decision,
+    Packet,
+    Refusal,
+    SigningKeys,
+)
 from ._rules.errors import (
     ActOnceError,
     BadLedgerURL,
@@ -35,6 +45,9 @@ from ._rules.errors import (
     UnknownEffect,
     UsageError,
 )
+from ._rules.facts import Fact, Freshness
+from ._rules.holds import Draw, Gate
+from ._rules.intents import Intent, IntentRef, IntentStatus, intent_key
 from ._rules.keys import EffectKey, canonical_json, effect_key
 from ._rules.model import (
     Absent,
@@ -52,6 +65,7 @@ from ._rules.model import (
     Verdict,
 )
 from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
+from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
 from ._store.base import (
     AsyncEffectStore,
@@ -64,7 +78,15 @@ from ._store.base import (
     Store,
 )
 from ._store.memory import MemoryStore
-from ._store.records import ClaimResult, ItemStatus, LeaseRecord, LeaseResult, QueueItem
+from ._store.records import (
+    ClaimResult,
+    IntentRow,
+    ItemStatus,
+    LeaseRecord,
+    LeaseResult,
+    QueueItem,
+    RevisionResult,
+)
 from ._store.sqlite import SQLiteStore
 from ._store.threads import threaded
 from ._store.urls import open_store
@@ -91,6 +113,7 @@ def open_ledger(
     create: bool = False,
     readonly: bool = False,
     fingerprint_key: FingerprintKey | None = None,
+    signing_keys: SigningKeys | None = None,
 ) -> Ledger:
     """Open a ledger by URL or path.
 
@@ -104,13 +127,26 @@ def open_ledger(
     silently replaced by an empty one. ``readonly=True`` never creates,
     migrates or writes.
     """
-    return Ledger.open(url, create=create, readonly=readonly, fingerprint_key=fingerprint_key)
+    return Ledger.open(
+        url,
+        create=create,
+        readonly=readonly,
+        fingerprint_key=fingerprint_key,
+        signing_keys=signing_keys,
+    )
 
 
 __all__ = [
     "Absent",
     "ActOnceError",
+    "AnswerResult",
+    "Answered",
+    "ApprovalRequest",
+    "ApprovalStatus",
+    "Approvals",
+    "AsyncApprovals",
     "AsyncEffectStore",
+    "AsyncIntents",
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncLedger",
@@ -122,14 +158,25 @@ __all__ = [
     "ClaimResult",
     "Clock",
     "Confirmed",
+    "Decision",
+    "Draw",
     "Effect",
     "EffectKey",
     "EffectRecord",
     "EffectStore",
     "Event",
     "EventType",
+    "Fact",
     "FingerprintKey",
+    "Freshness",
+    "Gate",
     "HardStop",
+    "Intent",
+    "IntentRef",
+    "IntentRevision",
+    "IntentRow",
+    "IntentStatus",
+    "Intents",
     "InvalidKey",
     "InvalidTransition",
     "ItemStatus",
@@ -148,6 +195,7 @@ __all__ = [
     "MemoryStore",
     "NotPerformed",
     "Outcome",
+    "Packet",
     "PayloadMismatch",
     "Policy",
     "PostgresStore",
@@ -155,12 +203,15 @@ __all__ = [
     "QueueItem",
     "QueueStore",
     "ReconcileReport",
+    "Refusal",
     "Registry",
     "Resolution",
+    "RevisionResult",
     "RunResult",
     "SQLiteStore",
     "SchemaTooNew",
     "SchemaTooOld",
+    "SigningKeys",
     "Status",
     "Store",
     "SystemClock",
@@ -172,6 +223,7 @@ __all__ = [
     "__version__",
     "canonical_json",
     "effect_key",
+    "intent_key",
     "is_secret_name",
     "mask_url",
     "open_ledger",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._rules.errors import UsageError
+from ._rules.holds import Gate
 from ._rules.keys import MAX_KEY_LENGTH, EffectKey, canonical_json, check_text, payload_hash
 from ._rules.model import EffectRecord, Policy, Verdict
 from ._rules.secrets import FingerprintKey, check_secret_fields, redact
@@ -64,6 +65,13 @@ class Effect:
         secret_fields: payload fields stored only redacted, on top of the
             names actonce always treats as secret (password, token, api key
             ..., in any spelling).
+        gate: what the claim must hold, checked in its transaction: the
+            intent version (must be current), the approval packet that
+            authorizes it, budget draws. Refused claims write nothing.
+        refresh: read-only refresher of the volatile facts the approval
+            depends on (``Fact`` values, or a mapping name -> value), asked
+            right before the claim; a price above the approved ceiling
+            invalidates the approval and issues a refreshed packet.
 
     Raises:
         UsageError: a field is missing or of the wrong type.
@@ -78,6 +86,8 @@ class Effect:
     evidence: Callable[[str], str | Awaitable[str | None] | None] | None = None
     policy: Policy = field(default_factory=Policy)
     secret_fields: tuple[str, ...] = ()
+    gate: Gate | None = None
+    refresh: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
         key = self.key.value if isinstance(self.key, EffectKey) else self.key
@@ -90,7 +100,11 @@ class Effect:
         for name in ("perform", "verify"):
             if not callable(getattr(self, name)):
                 raise UsageError(f"an effect needs a callable {name}, not {getattr(self, name)!r}")
-        for name in ("precondition", "evidence"):
+        if self.gate is not None and not isinstance(self.gate, Gate):
+            raise UsageError(f"gate must be an actonce.Gate, not {type(self.gate).__name__}")
+        if self.refresh is not None and (self.gate is None or self.gate.approval is None):
+            raise UsageError("refresh needs a gate with the approval whose facts it refreshes")
+        for name in ("precondition", "evidence", "refresh"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise UsageError(f"{name} must be callable or None, not {value!r}")
@@ -127,6 +141,8 @@ def plan_of(effect: Effect, key: FingerprintKey | None, run_id: str | None) -> P
         has_precondition=effect.precondition is not None,
         has_evidence=effect.evidence is not None,
         secrets=redaction.values,
+        gate=effect.gate,
+        has_refresh=effect.refresh is not None,
     )
 
 

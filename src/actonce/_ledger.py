@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Callable
-from typing import Any, ParamSpec
+from collections.abc import Callable, Generator
+from typing import Any, ParamSpec, TypeVar
 
+from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._effect import Effect, fingerprint_key_from_env, plan_of, reconcile_plan
 from ._registry import Registry
 from ._registry import registry as default_registry
+from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
 from ._rules.keys import EffectKey
 from ._rules.model import (
@@ -37,6 +39,7 @@ from ._run import ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
+from ._run.ops import Op
 from ._store.base import AsyncStore, EffectStore
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
@@ -44,6 +47,7 @@ from ._store.urls import open_store, resolve_url
 __all__ = ["AsyncLedger", "Ledger"]
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 #: Seconds between two readings of a database server's clock (PostgreSQL).
 ANCHOR_EVERY = 60.0
@@ -60,8 +64,10 @@ class _Base:
         registry: Registry | None,
         fingerprint_key: FingerprintKey | None,
         url: str | None,
+        signing_keys: SigningKeys | None = None,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
+        self._signing_keys = signing_keys
         self.registry = registry or default_registry
         self.fingerprint_key = (
             fingerprint_key if fingerprint_key is not None else fingerprint_key_from_env()
@@ -145,15 +151,29 @@ class Ledger(_Base):
         registry: Registry | None = None,
         fingerprint_key: FingerprintKey | None = None,
         url: str | None = None,
+        signing_keys: SigningKeys | None = None,
     ) -> None:
         if not isinstance(store, EffectStore):
             raise UsageError("Ledger needs a synchronous store: use AsyncLedger for async stores")
         super().__init__(
-            store, clock=clock, registry=registry, fingerprint_key=fingerprint_key, url=url
+            store,
+            clock=clock,
+            registry=registry,
+            fingerprint_key=fingerprint_key,
+            url=url,
+            signing_keys=signing_keys,
         )
         self.store = store
         self._heartbeats = Heartbeats()
         self._driver = Driver(store, self.clock, self._heartbeats)
+        self.intents = Intents(self)
+        """Versioned intents (see :class:`~actonce.Intents`)."""
+        self.approvals = Approvals(self, signing_keys)
+        """Approval packets (see :class:`~actonce.Approvals`)."""
+
+    def _drive(self, steps: Generator[Op, Any, T]) -> T:
+        result: T = self._driver.run(steps)
+        return result
 
     @classmethod
     def open(
@@ -165,12 +185,18 @@ class Ledger(_Base):
         clock: Clock | None = None,
         registry: Registry | None = None,
         fingerprint_key: FingerprintKey | None = None,
+        signing_keys: SigningKeys | None = None,
     ) -> Ledger:
         """Open the ledger at ``url`` (see :func:`actonce.open_ledger`)."""
         target = resolve_url(url)
         store = open_store(target, create=create, readonly=readonly)
         return cls(
-            store, clock=clock, registry=registry, fingerprint_key=fingerprint_key, url=target
+            store,
+            clock=clock,
+            registry=registry,
+            fingerprint_key=fingerprint_key,
+            url=target,
+            signing_keys=signing_keys,
         )
 
     def __enter__(self) -> Ledger:
@@ -200,7 +226,9 @@ class Ledger(_Base):
         """
         plan = self._plan(effect, run_id)
         self._anchor()
-        fns = Callables(effect.verify, effect.perform, effect.precondition, effect.evidence)
+        fns = Callables(
+            effect.verify, effect.perform, effect.precondition, effect.evidence, effect.refresh
+        )
         result: RunResult = self._driver.run(run_effect(plan), fns)
         return result
 
@@ -324,12 +352,26 @@ class AsyncLedger(_Base):
         registry: Registry | None = None,
         fingerprint_key: FingerprintKey | None = None,
         url: str | None = None,
+        signing_keys: SigningKeys | None = None,
     ) -> None:
         super().__init__(
-            store, clock=clock, registry=registry, fingerprint_key=fingerprint_key, url=url
+            store,
+            clock=clock,
+            registry=registry,
+            fingerprint_key=fingerprint_key,
+            url=url,
+            signing_keys=signing_keys,
         )
         self.store = threaded(store)
         self._driver = AsyncDriver(self.store, self.clock)
+        self.intents = AsyncIntents(self)
+        """Versioned intents (see :class:`~actonce.AsyncIntents`)."""
+        self.approvals = AsyncApprovals(self, signing_keys)
+        """Approval packets (see :class:`~actonce.AsyncApprovals`)."""
+
+    async def _drive(self, steps: Generator[Op, Any, T]) -> T:
+        result: T = await self._driver.run(steps)
+        return result
 
     @classmethod
     def open(
@@ -341,12 +383,18 @@ class AsyncLedger(_Base):
         clock: Clock | None = None,
         registry: Registry | None = None,
         fingerprint_key: FingerprintKey | None = None,
+        signing_keys: SigningKeys | None = None,
     ) -> AsyncLedger:
         """Open the ledger at ``url`` (see :func:`actonce.open_ledger`)."""
         target = resolve_url(url)
         store = open_store(target, create=create, readonly=readonly, prefer_async=True)
         return cls(
-            store, clock=clock, registry=registry, fingerprint_key=fingerprint_key, url=target
+            store,
+            clock=clock,
+            registry=registry,
+            fingerprint_key=fingerprint_key,
+            url=target,
+            signing_keys=signing_keys,
         )
 
     async def __aenter__(self) -> AsyncLedger:
@@ -369,7 +417,9 @@ class AsyncLedger(_Base):
         """Run ``effect`` under the protocol: perform at most once."""
         plan = self._plan(effect, run_id)
         await self._anchor()
-        fns = Callables(effect.verify, effect.perform, effect.precondition, effect.evidence)
+        fns = Callables(
+            effect.verify, effect.perform, effect.precondition, effect.evidence, effect.refresh
+        )
         result: RunResult = await self._driver.run(run_effect(plan), fns)
         return result
 

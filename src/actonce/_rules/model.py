@@ -71,6 +71,21 @@ class EventType(enum.StrEnum):
     EVIDENCE = "evidence"
     HARD_STOP = "hard_stop"
     OVERTAKEN = "performed_after_overtaken"
+    CLAIM_REFUSED = "claim_refused"  # a gate (intent, approval, budget) said no
+    FACTS_REFRESHED = "facts_refreshed"
+    # Intents and approvals (history keys "intent:<id>", "approval:<packet>").
+    INTENT_CREATED = "intent_created"
+    INTENT_REVISED = "intent_revised"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL_ANSWERED = "approval_answered"
+    APPROVAL_DUPLICATE = "approval_duplicate"
+    APPROVAL_REFUSED = "approval_refused"
+    APPROVAL_EXPIRED = "approval_expired"
+    APPROVAL_VOIDED = "approval_voided"
+    APPROVAL_INVALIDATED = "approval_invalidated"
+    APPROVAL_HELD = "approval_held"
+    APPROVAL_RELEASED = "approval_released"
+    APPROVAL_CONSUMED = "approval_consumed"
 
 
 # --- verification verdicts -------------------------------------------------
@@ -190,7 +205,9 @@ class EffectRecord:
     ``fence`` is the fencing token: it grows by one with every claim of the
     key and doubles as the attempt number. Every transition compares
     ``(status, fence)``. ``matches`` is how many results the last verdict
-    that settled it saw (more than one: a duplicate was detected).
+    that settled it saw (more than one: a duplicate was detected). ``gated``
+    says that its claim took holds (an intent version, an approval, budget
+    draws) that its verdict settles.
     """
 
     key: str
@@ -208,6 +225,7 @@ class EffectRecord:
     updated_at: float = 0.0
     executing_at: float | None = None
     matches: int = 0
+    gated: bool = False
 
     def lease_live(self, now: float) -> bool:
         """True while the owner's lease has not expired."""
@@ -270,6 +288,12 @@ class Outcome(enum.StrEnum):
       effect, or verification was unavailable before the claim); calling
       again later is safe.
     - ``abandoned``: a human decided the effect must not happen.
+    - ``needs_approval``: nothing was done; the effect waits for a user's
+      approval (a pending packet, or a refreshed one issued because a fact
+      left the approved boundary).
+    - ``refused``: nothing was done; what the effect needs does not
+      authorize it (a denied, expired, voided or used approval, a superseded
+      intent version): a new intent version or approval is needed.
     """
 
     COMPLETED = "completed"
@@ -279,6 +303,8 @@ class Outcome(enum.StrEnum):
     HARD_STOP = "hard_stop"
     DEFERRED = "deferred"
     ABANDONED = "abandoned"
+    NEEDS_APPROVAL = "needs_approval"
+    REFUSED = "refused"
 
 
 @dataclass(frozen=True, slots=True)

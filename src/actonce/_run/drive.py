@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._rules.errors import ActOnceError, LedgerError, UsageError
+from .._rules.facts import Fact
 from .._rules.model import Absent, Confirmed, Status, Unavailable, Verdict
 from .._store.base import AsyncEffectStore, EffectStore
 from . import points
@@ -36,19 +37,15 @@ from .clock import Clock
 from .ops import (
     AppendEvent,
     Claim,
-    Counts,
-    Duplicates,
-    Events,
     Evidence,
     Get,
-    MatchPrefix,
     Now,
-    OpenEffects,
     Perform,
     Performed,
     Point,
     Precondition,
-    Select,
+    Refresh,
+    Refreshed,
     Sleep,
     Steps,
     Tick,
@@ -82,6 +79,7 @@ class Callables:
     perform: Callable[[], Any] | None = None
     precondition: Callable[[], Any] | None = None
     evidence: Callable[[str], Any] | None = None
+    refresh: Callable[[], Any] | None = None
 
 
 NO_CALLABLES = Callables(verify=lambda: Unavailable("no verifier for this operation"))
@@ -112,6 +110,35 @@ def perform_answer(
     details = dict(source) if isinstance(source, Mapping) else None
     ended = tick(clock)
     return Performed(error, details, ended, ended.mono - started, overtaken)
+
+
+def as_facts(value: Any, now: float) -> tuple[Fact, ...]:
+    """A refresher's answer as facts: ``Fact`` values, or a mapping name -> value.
+
+    Raises:
+        UsageError: anything else.
+    """
+    if isinstance(value, Mapping):
+        return tuple(Fact(str(name), v, now) for name, v in value.items())
+    if isinstance(value, Fact):
+        return (value,)
+    try:
+        facts = tuple(value)
+    except TypeError:
+        raise UsageError(f"a refresher returns facts, not {type(value).__name__}") from None
+    if not all(isinstance(f, Fact) for f in facts):
+        raise UsageError("a refresher returns Fact values or a mapping of name -> value")
+    return facts
+
+
+def refreshed(fn: Callable[[], Any] | None, value: Any, error: Exception | None, now: Tick) -> Any:
+    """The ``Refreshed`` answer from what a refresher returned or raised."""
+    if error is not None:
+        return Refreshed(None, f"{type(error).__name__}: {error}", now)
+    try:
+        return Refreshed(as_facts(value, now.now), None, now)
+    except UsageError as exc:
+        return Refreshed(None, str(exc), now)
 
 
 def evidence_ref(ref: Any) -> str | None:
@@ -278,7 +305,12 @@ class Driver:
         if kind is Transition:
             if op.before is not None:
                 points.hit(op.before)
-            got = store.transition(op.expect, op.new, op.event, durable=op.durable)
+            if op.settle is None:
+                got = store.transition(op.expect, op.new, op.event, durable=op.durable)
+            else:
+                got = store.transition(
+                    op.expect, op.new, op.event, durable=op.durable, settle=op.settle
+                )
             if got is not None:
                 for point in op.after:
                     points.hit(point)
@@ -286,7 +318,10 @@ class Driver:
         if kind is Claim:
             if op.before is not None:
                 points.hit(op.before)
-            claim = store.claim(op.new, op.expect, op.event, durable=op.durable)
+            if op.gate is None:
+                claim = store.claim(op.new, op.expect, op.event, durable=op.durable)
+            else:
+                claim = store.claim(op.new, op.expect, op.event, durable=op.durable, gate=op.gate)
             if claim.acquired:
                 for point in op.after:
                     points.hit(point)
@@ -310,7 +345,16 @@ class Driver:
                 return evidence_ref(_no_await(fns.evidence(op.label)) if fns.evidence else None)
             except Exception:
                 return None
-        return _query(store, op)
+        if kind is Refresh:
+            assert fns.refresh is not None
+            value: Any = None
+            error: Exception | None = None
+            try:
+                value = _no_await(fns.refresh())
+            except Exception as exc:
+                error = exc
+            return refreshed(fns.refresh, value, error, tick(self.clock))
+        return getattr(store, op.primitive)(*op.args())
 
     def _perform(self, op: Perform, fns: Callables) -> Performed:
         assert fns.perform is not None
@@ -329,23 +373,6 @@ class Driver:
         if op.after is not None:
             points.hit(op.after)
         return answer
-
-
-def _query(store: Any, op: Any) -> Any:
-    kind = type(op)
-    if kind is MatchPrefix:
-        return store.match_prefix(op.prefix, op.limit)
-    if kind is Events:
-        return store.events(op.key)
-    if kind is Select:
-        return store.select(op.statuses, op.limit, op.kind)
-    if kind is OpenEffects:
-        return store.open_effects(op.limit)
-    if kind is Counts:
-        return store.counts()
-    if kind is Duplicates:
-        return store.duplicates()
-    raise AssertionError(f"unknown operation {op!r}")  # pragma: no cover
 
 
 # --- the async driver ------------------------------------------------------------------
@@ -389,7 +416,12 @@ class AsyncDriver:
         if kind is Transition:
             if op.before is not None:
                 points.hit(op.before)
-            got = await store.transition(op.expect, op.new, op.event, durable=op.durable)
+            if op.settle is None:
+                got = await store.transition(op.expect, op.new, op.event, durable=op.durable)
+            else:
+                got = await store.transition(
+                    op.expect, op.new, op.event, durable=op.durable, settle=op.settle
+                )
             if got is not None:
                 for point in op.after:
                     points.hit(point)
@@ -397,7 +429,12 @@ class AsyncDriver:
         if kind is Claim:
             if op.before is not None:
                 points.hit(op.before)
-            claim = await store.claim(op.new, op.expect, op.event, durable=op.durable)
+            if op.gate is None:
+                claim = await store.claim(op.new, op.expect, op.event, durable=op.durable)
+            else:
+                claim = await store.claim(
+                    op.new, op.expect, op.event, durable=op.durable, gate=op.gate
+                )
             if claim.acquired:
                 for point in op.after:
                     points.hit(point)
@@ -423,8 +460,16 @@ class AsyncDriver:
                 )
             except Exception:
                 return None
-        answer = _query(store, op)
-        return await answer
+        if kind is Refresh:
+            assert fns.refresh is not None
+            value: Any = None
+            error: Exception | None = None
+            try:
+                value = await _maybe_await(fns.refresh())
+            except Exception as exc:
+                error = exc
+            return refreshed(fns.refresh, value, error, tick(self.clock))
+        return await getattr(store, op.primitive)(*op.args())
 
     async def _perform(self, op: Perform, fns: Callables) -> Performed:
         assert fns.perform is not None

@@ -26,7 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._rules import decision as d
+from .._rules.approvals import Packet, new_packet_id
 from .._rules.errors import HardStop, LedgerError, NotPerformed, PayloadMismatch
+from .._rules.facts import facts_json, judge
+from .._rules.holds import Gate, settlement
 from .._rules.lifecycle import check_transition
 from .._rules.model import (
     Confirmed,
@@ -45,15 +48,19 @@ from .._rules.text import storable_data, world_text
 from .ops import (
     NOW,
     PRECONDITION,
+    REFRESH,
     VERIFY,
     AppendEvent,
     Claim,
     Evidence,
     Get,
+    GetPacket,
     Op,
     Perform,
     Performed,
     Point,
+    Refreshed,
+    ReplacePacket,
     Sleep,
     Tick,
     Transition,
@@ -85,6 +92,8 @@ class Plan:
     has_precondition: bool = False
     has_evidence: bool = False
     secrets: tuple[str, ...] = ()
+    gate: Gate | None = None
+    has_refresh: bool = False
 
 
 _MAX_STEPS = 40
@@ -309,6 +318,12 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
             event = _event(plan, st.record, EventType.PRECONDITION_FAILED, st.tick.now)
             yield AppendEvent(_with(event, message=why))
             return _finish(st, act, Sit.PRECONDITION_FALSE, why)
+    gate = plan.gate
+    if gate is not None and gate.approval is not None and plan.has_refresh:
+        refreshed = yield from _refresh(plan, st, gate)
+        if isinstance(refreshed, RunResult):
+            return refreshed
+        gate = refreshed
     prev = st.record
     direct = not plan.policy.verify_after_claim
     status = Status.EXECUTING if direct else Status.CLAIMED
@@ -324,7 +339,7 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
     st.tick = yield NOW
     now = st.tick.now
     created = None if prev is None else prev.created_at
-    new = _fresh(plan, now, status, fence=fence, created_at=created)
+    new = _fresh(plan, now, status, fence=fence, created_at=created, gated=_gated(gate))
     event = _with(
         _event(plan, new, EventType(status.value), now),
         from_status=None if prev is None else prev.status,
@@ -334,10 +349,19 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
     expect = None if prev is None else (prev.status, prev.fence)
     after = (P.AFTER_CLAIM, P.AFTER_MARK_EXECUTING) if direct else (P.AFTER_CLAIM,)
     try:
-        claim = yield Claim(new, expect, event, durable=direct, after=after)
+        claim = yield Claim(new, expect, event, durable=direct, after=after, gate=gate)
     except LedgerError:
         _abort()
         raise
+    if claim.refused is not None:
+        refusal = claim.refused
+        why = world_text(refusal.reason, plan.secrets)
+        refused = _event(plan, claim.record, EventType.CLAIM_REFUSED, now)
+        yield AppendEvent(_with(refused, message=why, data={"waiting": refusal.waiting}))
+        st.record = claim.record
+        outcome = Outcome.NEEDS_APPROVAL if refusal.waiting else Outcome.REFUSED
+        return _result(outcome, claim.record, why, st)
+    assert claim.record is not None
     st.record = claim.record
     st.verdict = None
     if not claim.acquired:
@@ -348,6 +372,81 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
     if direct:
         yield from _perform(plan, st)
     return None
+
+
+def _gated(gate: Gate | None) -> bool:
+    return gate is not None and not gate.empty
+
+
+def _refresh(plan: Plan, st: _State, gate: Gate) -> Generator[Op, Any, Gate | RunResult]:
+    """Refresh the facts the approval depends on; decide if it still covers the commit.
+
+    Read-only, retried with backoff like a verification. Within the approved
+    boundary: the claim goes on with the refreshed amount. Outside it: the
+    packet is invalidated and a refreshed one issued for the user
+    (``needs_approval``). A refresh that failed, or an expired session:
+    nothing is committed, nothing is lost, and the approval stands
+    (``deferred``: resume later).
+    """
+    assert gate.approval is not None
+    found = yield GetPacket(gate.approval)
+    packet: Packet | None = None if found is None else found[0]
+    if packet is None:
+        return _result(Outcome.REFUSED, st.record, f"no approval packet {gate.approval}", st)
+    refreshed: Refreshed | None = None
+    for attempt in range(1, plan.policy.verify_attempts + 1):
+        refreshed = yield REFRESH
+        st.tick = refreshed.tick
+        if refreshed.facts is not None or attempt == plan.policy.verify_attempts:
+            break
+        yield Sleep(plan.policy.backoff(attempt))
+    assert refreshed is not None
+    verdict = judge(
+        refreshed.facts, ceiling=packet.ceiling, currency=packet.currency, now=st.tick.now
+    )
+    note = _event(plan, st.record, EventType.FACTS_REFRESHED, st.tick.now)
+    facts = None if refreshed.facts is None else facts_json(refreshed.facts)
+    why = verdict.reason or "within the approved boundary"
+    if refreshed.error:
+        why = f"{why}: {refreshed.error}"
+    why = world_text(why, plan.secrets)
+    yield AppendEvent(
+        _with(note, message=why, data=storable_data({"facts": facts, "packet": packet.packet_id}))
+    )
+    if verdict.covered:
+        amount = verdict.amount if verdict.amount is not None else gate.amount
+        return Gate(gate.intent, gate.approval, amount, gate.draws)
+    if verdict.pause:
+        return _result(Outcome.DEFERRED, st.record, f"paused, nothing lost: {why}", st)
+    now = st.tick.now
+    fresh = Packet(
+        packet_id=new_packet_id(),
+        intent=packet.intent,
+        action=packet.action,
+        effect_key=packet.effect_key,
+        user=packet.user,
+        destination=packet.destination,
+        amount=verdict.amount,
+        ceiling=verdict.amount if verdict.amount is not None else packet.ceiling,
+        currency=packet.currency,
+        details=packet.details,
+        terms=packet.terms,
+        facts=refreshed.facts or (),
+        created_at=now,
+        expires_at=now + max(1.0, packet.expires_at - packet.created_at),
+        revision=packet.revision + 1,
+        replaces=packet.packet_id,
+    )
+    replaced = yield ReplacePacket(packet, why, fresh, None, plan.run_id)
+    if replaced is None:
+        return _result(Outcome.REFUSED, st.record, "the approval changed meanwhile; look again", st)
+    return _result(
+        Outcome.NEEDS_APPROVAL,
+        st.record,
+        f"{why}: approval {packet.packet_id} invalidated, refreshed packet {fresh.packet_id} "
+        "issued for approval",
+        st,
+    )
 
 
 def _abort() -> None:
@@ -549,6 +648,7 @@ def _move(
     check_transition(cur.status, to)
     now = st.tick.now
     text = None if reason is None else world_text(reason, plan.secrets)
+    settle = settlement(to) if cur.gated else None
     new = evolve(cur, status=to, reason=text, updated_at=now, **changes)
     event = Event(
         key=plan.key,
@@ -568,6 +668,7 @@ def _move(
         durable=durable,
         before=before,
         after=_RECORDED if after is None else after,
+        settle=settle,
     )
     if got is None:
         st.record = yield Get(plan.key)
@@ -588,6 +689,7 @@ def _fresh(
     result_ref: str | None = None,
     created_at: float | None = None,
     matches: int = 0,
+    gated: bool = False,
 ) -> EffectRecord:
     return EffectRecord(
         key=plan.key,
@@ -605,6 +707,7 @@ def _fresh(
         updated_at=now,
         executing_at=now if status is Status.EXECUTING else None,
         matches=matches,
+        gated=gated,
     )
 
 

@@ -18,6 +18,9 @@ explorer or a simulator may answer them any other way.
 | ``Evidence``    | ``str | None``                                 |
 | ``Sleep``       | ``None``                                       |
 | ``Point``       | ``None`` (a crash point; may never return)     |
+| ``GetPacket``   | ``Packet | None``                              |
+| ``Refresh``     | ``Refreshed`` (facts, or why there are none)   |
+| ``ReplacePacket``| ``Packet | None`` (``None``: it moved meanwhile)|
 | ``MatchPrefix``, ``Events``, ``Select``, ``OpenEffects``, ``Counts``,   |
 | ``Duplicates``  | the store's answer (read-only queries)         |
 
@@ -39,14 +42,18 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
+from .._rules.approvals import Packet
+from .._rules.facts import Fact
+from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status, Verdict
 from .points import CrashPoint
 
 __all__ = [
     "NOW",
     "PRECONDITION",
+    "REFRESH",
     "VERIFY",
     "AppendEvent",
     "Claim",
@@ -55,6 +62,7 @@ __all__ = [
     "Events",
     "Evidence",
     "Get",
+    "GetPacket",
     "MatchPrefix",
     "Now",
     "Op",
@@ -63,9 +71,13 @@ __all__ = [
     "Performed",
     "Point",
     "Precondition",
+    "Refresh",
+    "Refreshed",
+    "ReplacePacket",
     "Select",
     "Sleep",
     "Steps",
+    "StoreOp",
     "Tick",
     "Transition",
     "Verified",
@@ -105,6 +117,7 @@ class Claim:
     durable: bool = False
     before: CrashPoint | None = None
     after: tuple[CrashPoint, ...] = ()
+    gate: Gate | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +130,7 @@ class Transition:
     durable: bool = False
     before: CrashPoint | None = None
     after: tuple[CrashPoint, ...] = ()
+    settle: Settle | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,50 +217,109 @@ class Point:
     point: CrashPoint
 
 
+class StoreOp:
+    """A read or write of the store that the protocols need no special handling for.
+
+    Each subclass is a frozen dataclass naming one store primitive
+    (``primitive``) and its arguments (its fields, in order); a driver answers
+    it with ``getattr(store, op.primitive)(*op.args())`` (awaited by the async
+    driver). Typed where it is built, one line to add.
+    """
+
+    __slots__ = ()
+    primitive: ClassVar[str]
+
+    def args(self) -> tuple[Any, ...]:
+        names: tuple[str, ...] = type(self).__slots__  # the dataclass's fields, in order
+        return tuple(getattr(self, name) for name in names)
+
+
 @dataclass(frozen=True, slots=True)
-class MatchPrefix:
+class GetPacket(StoreOp):
+    """Read one approval packet; answer: ``(packet, code digest, code used)`` or ``None``."""
+
+    primitive: ClassVar[str] = "approval_get"
+    packet_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """Ask the refresher for the volatile facts once (read-only)."""
+
+
+class Refreshed(NamedTuple):
+    """Refreshed facts (``None`` when the refresh failed: ``error`` says why)."""
+
+    facts: tuple[Fact, ...] | None
+    error: str | None
+    tick: Tick
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacePacket(StoreOp):
+    """Invalidate ``old`` (``reason``) and issue ``new``, its refreshed revision."""
+
+    primitive: ClassVar[str] = "approval_replace"
+    old: Packet
+    reason: str
+    new: Packet
+    code_digest: str | None
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MatchPrefix(StoreOp):
     """Up to ``limit`` keys that start with ``prefix``, sorted."""
 
+    primitive: ClassVar[str] = "match_prefix"
     prefix: str
     limit: int = 2
 
 
 @dataclass(frozen=True, slots=True)
-class Events:
+class Events(StoreOp):
     """The history of ``key``, oldest first."""
 
+    primitive: ClassVar[str] = "events"
     key: str
 
 
 @dataclass(frozen=True, slots=True)
-class Select:
+class Select(StoreOp):
     """Effects of some statuses (all when ``None``) and kind, oldest change first."""
 
+    primitive: ClassVar[str] = "select"
     statuses: tuple[Status, ...] | None
     limit: int
     kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class OpenEffects:
+class OpenEffects(StoreOp):
     """Claimed, executing and unknown effects, oldest lease first."""
 
+    primitive: ClassVar[str] = "open_effects"
     limit: int
 
 
 @dataclass(frozen=True, slots=True)
-class Counts:
+class Counts(StoreOp):
     """How many effects are in each status."""
+
+    primitive: ClassVar[str] = "counts"
 
 
 @dataclass(frozen=True, slots=True)
-class Duplicates:
+class Duplicates(StoreOp):
     """How many effects were settled on a verdict that saw more than one result."""
+
+    primitive: ClassVar[str] = "duplicates"
 
 
 NOW = Now()
 VERIFY = Verify()
 PRECONDITION = Precondition()
+REFRESH = Refresh()
 
 Op = (
     Get
@@ -260,11 +333,7 @@ Op = (
     | Evidence
     | Sleep
     | Point
-    | MatchPrefix
-    | Events
-    | Select
-    | OpenEffects
-    | Counts
-    | Duplicates
+    | Refresh
+    | StoreOp
 )
 Steps = Generator[Op, Any, Any]

@@ -10,6 +10,7 @@ from collections.abc import Generator
 from typing import Any
 
 from .._rules.errors import InvalidTransition, UnknownEffect, UsageError
+from .._rules.holds import settlement
 from .._rules.lifecycle import REVIEWABLE, By, check_transition, is_durable
 from .._rules.model import EffectRecord, Event, EventType, Resolution, Status, evolve
 from .._rules.text import storable
@@ -105,7 +106,11 @@ def resolve(
         data={"reviewer": who, "decision": str(chosen), "result_ref": new.result_ref},
     )
     got: EffectRecord | None = yield Transition(
-        (record.status, record.fence), new, event, durable=is_durable(to, By.HUMAN)
+        (record.status, record.fence),
+        new,
+        event,
+        durable=is_durable(to, By.HUMAN),
+        settle=settlement(to) if record.gated else None,
     )
     if got is None:
         raise InvalidTransition(f"effect {record.key[:16]} changed meanwhile; look again")

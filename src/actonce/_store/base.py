@@ -15,6 +15,11 @@ same transaction. A lost race is a value, never an exception.
   ``counts``, ``duplicates``, ``events``, ``close``.
 - :class:`LeaseStore`: operator leases (see :mod:`actonce._leases`).
 - :class:`QueueStore`: work hand-out (see :mod:`actonce._queue`).
+- :class:`IntentStore`, :class:`ApprovalStore`: versioned intents, approval
+  packets and the holds of gated claims (see :mod:`actonce._store.gated_ops`).
+  A claim may carry a ``gate`` (the store checks and holds it in the claim's
+  transaction, or answers ``refused``); a transition may carry ``settle``
+  (the store consumes or releases the effect's holds in its transaction).
 
 ``durable=True`` asks for the write to be on stable storage before the call
 returns (the ``executing`` mark, a reviewer's decision: see
@@ -31,12 +36,17 @@ needs only :class:`EffectStore` unless you use leases or queues; run
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from decimal import Decimal
+from typing import Any, Protocol, runtime_checkable
 
+from .._rules.approvals import ApprovalStatus, Packet
+from .._rules.holds import Gate, Settle
+from .._rules.intents import Intent, IntentRef
 from .._rules.model import EffectRecord, Event, Status
-from .records import ClaimResult, LeaseRecord, LeaseResult, QueueItem
+from .records import ClaimResult, IntentRow, LeaseRecord, LeaseResult, QueueItem, RevisionResult
 
 __all__ = [
+    "ApprovalStore",
     "AsyncEffectStore",
     "AsyncLeaseStore",
     "AsyncQueueStore",
@@ -44,6 +54,7 @@ __all__ = [
     "ClaimResult",
     "EffectStore",
     "Expect",
+    "IntentStore",
     "LeaseStore",
     "QueueStore",
     "Store",
@@ -61,11 +72,23 @@ class EffectStore(Protocol):
     def match_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
 
     def claim(
-        self, new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+        self,
+        new: EffectRecord,
+        expect: Expect,
+        event: Event,
+        *,
+        durable: bool = False,
+        gate: Gate | None = None,
     ) -> ClaimResult: ...
 
     def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
+        self,
+        expect: tuple[Status, int],
+        new: EffectRecord,
+        event: Event,
+        *,
+        durable: bool = False,
+        settle: Settle | None = None,
     ) -> EffectRecord | None: ...
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool: ...
@@ -124,7 +147,79 @@ class QueueStore(Protocol):
 
 
 @runtime_checkable
-class Store(EffectStore, LeaseStore, QueueStore, Protocol):
+class IntentStore(Protocol):
+    """Versioned intents, synchronous."""
+
+    def intent_get(self, intent_id: str, version: int | None = None) -> IntentRow | None: ...
+
+    def intent_chain(self, intent_id: str) -> list[IntentRow]: ...
+
+    def intent_create(self, intent: Intent, now: float, run_id: str) -> IntentRow: ...
+
+    def intent_revise(
+        self, old: IntentRef, new: Intent, changed: tuple[str, ...], now: float, run_id: str
+    ) -> RevisionResult: ...
+
+    def intent_touch(
+        self, intent: Intent, changed: tuple[str, ...], now: float, run_id: str
+    ) -> bool: ...
+
+
+@runtime_checkable
+class ApprovalStore(Protocol):
+    """Approval packets, reply-code attempts and holds, synchronous."""
+
+    def approval_get(
+        self, packet_id: str, *, lock: bool = False
+    ) -> tuple[Packet, str | None, bool] | None: ...
+
+    def approval_list(
+        self, statuses: Iterable[ApprovalStatus] | None, user: str | None, limit: int
+    ) -> list[Packet]: ...
+
+    def approval_put(self, packet: Packet, code_digest: str | None, run_id: str) -> None: ...
+
+    def approval_update(
+        self,
+        packet: Packet,
+        to: ApprovalStatus,
+        now: float,
+        run_id: str,
+        message: str,
+        *,
+        expect: ApprovalStatus | None = None,
+        use_code: bool = False,
+        **changes: Any,
+    ) -> Packet | None: ...
+
+    def approval_answer(
+        self,
+        packet: Packet,
+        to: ApprovalStatus,
+        by: str,
+        now: float,
+        run_id: str,
+        note: str | None,
+        use_code: bool,
+    ) -> Packet | None: ...
+
+    def approval_set_code(
+        self, packet_id: str, code_digest: str, now: float, run_id: str
+    ) -> bool: ...
+
+    def approval_replace(
+        self, old: Packet, reason: str, new: Packet, code_digest: str | None, run_id: str
+    ) -> Packet | None: ...
+
+    def code_failures(self, user: str, now: float, window: float, add: bool) -> int: ...
+
+    def code_packets(self, user: str) -> list[tuple[Packet, str, bool]]: ...
+
+    def holds_of(self, key: str) -> list[tuple[int, str, str, Decimal, str]]: ...
+
+
+@runtime_checkable
+class Store(EffectStore, LeaseStore, QueueStore, IntentStore, ApprovalStore, Protocol):
     """A synchronous ledger backend with every domain."""
 
 
@@ -137,11 +232,23 @@ class AsyncEffectStore(Protocol):
     async def match_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
 
     async def claim(
-        self, new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+        self,
+        new: EffectRecord,
+        expect: Expect,
+        event: Event,
+        *,
+        durable: bool = False,
+        gate: Gate | None = None,
     ) -> ClaimResult: ...
 
     async def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
+        self,
+        expect: tuple[Status, int],
+        new: EffectRecord,
+        event: Event,
+        *,
+        durable: bool = False,
+        settle: Settle | None = None,
     ) -> EffectRecord | None: ...
 
     async def extend(

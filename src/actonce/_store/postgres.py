@@ -34,10 +34,21 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from .._rules.errors import BadLedgerURL, LedgerNotFound, LedgerUnavailable, SchemaTooOld
+from .._rules.errors import (
+    BadLedgerURL,
+    LedgerNotFound,
+    LedgerOutcomeUnknown,
+    LedgerUnavailable,
+    SchemaTooOld,
+)
+from .._rules.holds import Gate, Settle
+from .._rules.model import EffectRecord, Event, Status
 from .._rules.secrets import mask_url
+from . import gated_ops
 from . import migrations as _migrations
 from . import postgres_ops as ops
+from .base import Expect
+from .records import ClaimResult
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "open_postgres", "parse_url"]
 
@@ -223,6 +234,74 @@ class _async(Generic[P, T]):
         return call
 
 
+class _sync_tx(_sync[P, T]):
+    """A primitive of :class:`PostgresStore` that needs one transaction."""
+
+    def __get__(self, obj: PostgresStore | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        work, run = self.work, obj._run_tx
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return run(work(*args, **kwargs))
+
+        return call
+
+
+class _async_tx(_async[P, T]):
+    """A primitive of :class:`AsyncPostgresStore` that needs one transaction."""
+
+    def __get__(self, obj: AsyncPostgresStore | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        work, run = self.work, obj._run_tx
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return await run(work(*args, **kwargs))
+
+        return call
+
+
+def _q(fn: Callable[P, ops.Work[T]]) -> Callable[P, ops.Work[T]]:
+    """Statement work written with ``?`` placeholders, as PostgreSQL work."""
+
+    def work(*args: P.args, **kwargs: P.kwargs) -> ops.Work[T]:
+        return (yield from ops.pg(fn(*args, **kwargs)))
+
+    work.__doc__ = fn.__doc__
+    return work
+
+
+def _run_body(conn: psycopg.Connection[Any], work: ops.Work[T]) -> T:
+    answer: Any = None
+    while True:
+        try:
+            stmt = work.send(answer)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        try:
+            cur = conn.execute(stmt.sql, stmt.params)
+        except (UnicodeError, ValueError) as exc:
+            raise LedgerUnavailable(f"ledger write refused a value: {exc}") from exc
+        answer = (cur.rowcount, cur.fetchall() if cur.description else [])
+
+
+async def _arun_body(conn: psycopg.AsyncConnection[Any], work: ops.Work[T]) -> T:
+    answer: Any = None
+    while True:
+        try:
+            stmt = work.send(answer)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        try:
+            cur = await conn.execute(stmt.sql, stmt.params)
+        except (UnicodeError, ValueError) as exc:
+            raise LedgerUnavailable(f"ledger write refused a value: {exc}") from exc
+        answer = (cur.rowcount, await cur.fetchall() if cur.description else [])
+
+
 # --- the stores -------------------------------------------------------------------------------
 
 
@@ -294,6 +373,57 @@ class PostgresStore:
         finally:
             self._pool.putconn(conn)
 
+    def _run_tx(self, work: ops.Work[T]) -> T:
+        """Run ``work`` in one transaction; a failed COMMIT may have committed."""
+        try:
+            conn = self._pool.getconn()
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise LedgerUnavailable(f"no PostgreSQL connection: {exc}") from exc
+        if self.readonly:
+            self._pool.putconn(conn)
+            raise LedgerUnavailable("the ledger is open read-only")
+        body_done = False
+        try:
+            with conn.transaction():
+                result = _run_body(conn, work)
+                body_done = True
+            return result
+        except psycopg.Error as exc:
+            if body_done:
+                raise LedgerOutcomeUnknown(
+                    f"ledger commit may or may not have happened: {exc}"
+                ) from exc
+            # Inside an open transaction nothing is committed until COMMIT.
+            raise LedgerUnavailable(f"ledger transaction failed: {exc}") from exc
+        finally:
+            self._pool.putconn(conn)
+
+    def claim(
+        self,
+        new: EffectRecord,
+        expect: Expect,
+        event: Event,
+        *,
+        durable: bool = False,
+        gate: Gate | None = None,
+    ) -> ClaimResult:
+        if gate is None or gate.empty:
+            return self._run(ops.claim(new, expect, event))
+        return self._run_tx(ops.claim_gated(new, expect, event, gate))
+
+    def transition(
+        self,
+        expect: tuple[Status, int],
+        new: EffectRecord,
+        event: Event,
+        *,
+        durable: bool = False,
+        settle: Settle | None = None,
+    ) -> EffectRecord | None:
+        if settle is None:
+            return self._run(ops.transition(expect, new, event))
+        return self._run_tx(ops.transition_settled(expect, new, event, settle))
+
     @staticmethod
     def conninfo(url: str) -> str:
         """The libpq conninfo of a ledger URL, without actonce's own parameters.
@@ -312,8 +442,6 @@ class PostgresStore:
 
     get = _sync(ops.get)
     match_prefix = _sync(ops.match_prefix)
-    claim = _sync(ops.claim)
-    transition = _sync(ops.transition)
     extend = _sync(ops.extend)
     append_event = _sync(ops.append_event)
     events = _sync(ops.events)
@@ -331,6 +459,21 @@ class PostgresStore:
     queue_extend = _sync(ops.queue_extend)
     queue_done = _sync(ops.queue_done)
     queue_counts = _sync(ops.queue_counts)
+    intent_get = _sync(_q(gated_ops.intent_get))
+    intent_chain = _sync(_q(gated_ops.intent_chain))
+    intent_create = _sync_tx(_q(gated_ops.intent_create))
+    intent_revise = _sync_tx(_q(gated_ops.intent_revise))
+    intent_touch = _sync_tx(_q(gated_ops.intent_touch))
+    approval_get = _sync(_q(gated_ops.approval_get))
+    approval_list = _sync(_q(gated_ops.approval_list))
+    approval_put = _sync_tx(_q(gated_ops.approval_put))
+    approval_update = _sync_tx(_q(gated_ops.approval_update))
+    approval_replace = _sync_tx(_q(gated_ops.approval_replace))
+    approval_answer = _sync_tx(_q(gated_ops.approval_answer))
+    approval_set_code = _sync_tx(_q(gated_ops.approval_set_code))
+    code_failures = _sync_tx(_q(gated_ops.code_failures))
+    code_packets = _sync(_q(gated_ops.code_packets))
+    holds_of = _sync(_q(gated_ops.holds_of))
 
     def close(self) -> None:
         self._pool.close()
@@ -407,10 +550,59 @@ class AsyncPostgresStore:
         finally:
             await pool.putconn(conn)
 
+    async def _run_tx(self, work: ops.Work[T]) -> T:
+        """Run ``work`` in one transaction; a failed COMMIT may have committed."""
+        pool = self._pool or await self._get_pool()
+        try:
+            conn = await pool.getconn()
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise LedgerUnavailable(f"no PostgreSQL connection: {exc}") from exc
+        if self.readonly:
+            await pool.putconn(conn)
+            raise LedgerUnavailable("the ledger is open read-only")
+        body_done = False
+        try:
+            async with conn.transaction():
+                result = await _arun_body(conn, work)
+                body_done = True
+            return result
+        except psycopg.Error as exc:
+            if body_done:
+                raise LedgerOutcomeUnknown(
+                    f"ledger commit may or may not have happened: {exc}"
+                ) from exc
+            raise LedgerUnavailable(f"ledger transaction failed: {exc}") from exc
+        finally:
+            await pool.putconn(conn)
+
+    async def claim(
+        self,
+        new: EffectRecord,
+        expect: Expect,
+        event: Event,
+        *,
+        durable: bool = False,
+        gate: Gate | None = None,
+    ) -> ClaimResult:
+        if gate is None or gate.empty:
+            return await self._run(ops.claim(new, expect, event))
+        return await self._run_tx(ops.claim_gated(new, expect, event, gate))
+
+    async def transition(
+        self,
+        expect: tuple[Status, int],
+        new: EffectRecord,
+        event: Event,
+        *,
+        durable: bool = False,
+        settle: Settle | None = None,
+    ) -> EffectRecord | None:
+        if settle is None:
+            return await self._run(ops.transition(expect, new, event))
+        return await self._run_tx(ops.transition_settled(expect, new, event, settle))
+
     get = _async(ops.get)
     match_prefix = _async(ops.match_prefix)
-    claim = _async(ops.claim)
-    transition = _async(ops.transition)
     extend = _async(ops.extend)
     append_event = _async(ops.append_event)
     events = _async(ops.events)
@@ -428,6 +620,21 @@ class AsyncPostgresStore:
     queue_extend = _async(ops.queue_extend)
     queue_done = _async(ops.queue_done)
     queue_counts = _async(ops.queue_counts)
+    intent_get = _async(_q(gated_ops.intent_get))
+    intent_chain = _async(_q(gated_ops.intent_chain))
+    intent_create = _async_tx(_q(gated_ops.intent_create))
+    intent_revise = _async_tx(_q(gated_ops.intent_revise))
+    intent_touch = _async_tx(_q(gated_ops.intent_touch))
+    approval_get = _async(_q(gated_ops.approval_get))
+    approval_list = _async(_q(gated_ops.approval_list))
+    approval_put = _async_tx(_q(gated_ops.approval_put))
+    approval_update = _async_tx(_q(gated_ops.approval_update))
+    approval_replace = _async_tx(_q(gated_ops.approval_replace))
+    approval_answer = _async_tx(_q(gated_ops.approval_answer))
+    approval_set_code = _async_tx(_q(gated_ops.approval_set_code))
+    code_failures = _async_tx(_q(gated_ops.code_failures))
+    code_packets = _async(_q(gated_ops.code_packets))
+    holds_of = _async(_q(gated_ops.holds_of))
 
     async def aclose(self) -> None:
         if self._pool is not None:

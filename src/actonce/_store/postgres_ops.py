@@ -21,14 +21,15 @@ a connection that could not be had: :class:`LedgerUnavailable`.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import psycopg
 
 from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable
+from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
+from . import gated_ops
 from . import sql as q
 from .base import Expect
 from .records import ClaimResult, ItemStatus, LeaseRecord, LeaseResult, QueueItem
@@ -42,8 +43,9 @@ from .rows import (
     record_from_row,
     record_params,
 )
+from .stmts import Answer, Stmt, Work
 
-__all__ = ["Answer", "Stmt", "Work", "translate"]
+__all__ = ["Answer", "Stmt", "Work", "claim_gated", "pg", "transition_settled", "translate"]
 
 T = TypeVar("T")
 
@@ -83,19 +85,6 @@ QUEUE_PUT, QUEUE_EXTEND, QUEUE_DONE = q.pg(q.QUEUE_PUT), q.pg(q.QUEUE_EXTEND), q
 # SQLSTATE classes after which a write may have committed: connection
 # exception, operator intervention (pg_terminate_backend), system error.
 _MAYBE_COMMITTED = frozenset({"08", "57", "58", "XX"})
-
-
-@dataclass(frozen=True, slots=True)
-class Stmt:
-    """Run ``sql`` with ``params``; answer: ``(rowcount, rows)``."""
-
-    sql: str
-    params: tuple[Any, ...] = ()
-    write: bool = False
-
-
-Answer = tuple[int, list[tuple[Any, ...]]]
-Work = Generator[Stmt, Answer, T]
 
 
 def read_one(sql_text: str, params: tuple[Any, ...] = ()) -> Work[tuple[Any, ...] | None]:
@@ -139,6 +128,44 @@ def transition(
 ) -> Work[EffectRecord | None]:
     won, _ = yield Stmt(CAS, (*_cas_params(new, expect), *event_params(event)), True)
     return new if won == 1 else None
+
+
+def pg(work: Work[T]) -> Work[T]:
+    """Statement work written with ``?`` placeholders, run on PostgreSQL.
+
+    Placeholders become ``%s``; a locking read gets ``FOR UPDATE``.
+    """
+    answer: Any = None
+    while True:
+        try:
+            stmt = work.send(answer)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        text = q.pg(stmt.sql) + (" FOR UPDATE" if stmt.lock else "")
+        answer = yield Stmt(text, stmt.params, stmt.write)
+
+
+def claim_gated(new: EffectRecord, expect: Expect, event: Event, gate: Gate) -> Work[ClaimResult]:
+    """A claim whose gate is checked and held in the same transaction (run in one)."""
+    refusal = yield from pg(gated_ops.check_gate(gate, new.key, new.updated_at))
+    if refusal is not None:
+        current = yield from get(new.key)
+        return ClaimResult(False, current, refusal)
+    result = yield from claim(new, expect, event)
+    if result.acquired:
+        yield from pg(gated_ops.take_holds(gate, new.key, new.fence, new.updated_at, event.run_id))
+    return result
+
+
+def transition_settled(
+    expect: tuple[Status, int], new: EffectRecord, event: Event, how: Settle
+) -> Work[EffectRecord | None]:
+    """A transition that settles its effect's holds (run in one transaction)."""
+    got = yield from transition(expect, new, event)
+    if got is not None:
+        yield from pg(gated_ops.settle(new.key, expect[1], how, new.updated_at, event.run_id))
+    return got
 
 
 def extend(key: str, expect: tuple[Status, int], lease_expires_at: float) -> Work[bool]:

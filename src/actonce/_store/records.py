@@ -10,17 +10,60 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from .._rules.approvals import Refusal
+from .._rules.intents import Intent, IntentStatus
 from .._rules.model import EffectRecord
 
-__all__ = ["ClaimResult", "ItemStatus", "LeaseRecord", "LeaseResult", "QueueItem"]
+__all__ = [
+    "ClaimResult",
+    "IntentRow",
+    "ItemStatus",
+    "LeaseRecord",
+    "LeaseResult",
+    "QueueItem",
+    "RevisionResult",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimResult:
-    """The answer of a claim: who holds the key now."""
+    """The answer of a claim: who holds the key now.
+
+    A gated claim that did not get what its gate asks for is ``refused``
+    (nothing was written): ``record`` is then the current record, if any.
+    """
 
     acquired: bool
-    record: EffectRecord
+    record: EffectRecord | None
+    refused: Refusal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IntentRow:
+    """One intent version as the ledger holds it."""
+
+    intent: Intent
+    status: IntentStatus
+    created_at: float
+    superseded_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionResult:
+    """What a revision did in its transaction.
+
+    ``applied`` is False when the old version was no longer current (another
+    revision won): ``current`` is then the version that is. ``closed`` names
+    effects of the old version that had not crossed the boundary (now
+    ``failed``), ``voided`` its approvals that authorize nothing any more,
+    ``in_flight`` its effects left to reconcile.
+    """
+
+    applied: bool
+    current: IntentRow | None
+    closed: tuple[str, ...]
+    voided: tuple[str, ...]
+    in_flight: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

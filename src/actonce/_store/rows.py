@@ -1,7 +1,7 @@
 """Mapping between records/events and database rows, shared by the SQL stores.
 
-Column order is the one in the migrations (``matches`` came with version 4
-and is last). Every backend converts values here, once; the SQL text they
+Column order is the one in the migrations (``matches`` came with version 4,
+``gated`` with version 5). Every backend converts values here, once; the SQL text they
 share is in :mod:`actonce._store.sql`.
 """
 
@@ -44,6 +44,7 @@ EFFECT_COLUMNS = (
     "updated_at",
     "executing_at",
     "matches",
+    "gated",
 )
 EVENT_COLUMNS = (
     "key",
@@ -76,6 +77,7 @@ def record_params(r: EffectRecord) -> tuple[Any, ...]:
         r.updated_at,
         r.executing_at,
         r.matches,
+        1 if r.gated else 0,
     )
 
 
@@ -119,6 +121,7 @@ def _record(row: Sequence[Any]) -> EffectRecord:
         float(row[12]),
         None if row[13] is None else float(row[13]),
         int(row[14]),
+        bool(row[15]),
     )
     for set_slot, value in zip(_SLOTS, values, strict=True):
         set_slot(record, value)

@@ -26,7 +26,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .._rules.errors import (
     BadLedgerURL,
@@ -35,7 +35,9 @@ from .._rules.errors import (
     LedgerUnavailable,
     SchemaTooOld,
 )
+from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
+from . import gated_ops
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -48,10 +50,12 @@ from .rows import (
     record_from_row,
     record_params,
 )
+from .stmts import Work, run_sqlite
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 INSERT = f"INSERT INTO effects ({q.COLS}) VALUES ({q.MARKS}) ON CONFLICT (key) DO NOTHING"
 CAS = f"UPDATE effects SET {q.SET} WHERE key = ? AND status = ? AND fence = ?"
@@ -65,6 +69,43 @@ QUEUE_TAKE = (
     f"RETURNING {q.Q_COLS}"
 )
 _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+
+
+class _reads(Generic[P, T]):
+    """A read primitive written as statement work (see ``gated_ops``)."""
+
+    def __init__(self, work: Callable[P, Work[T]]) -> None:
+        self.work = work
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _reads[P, T]: ...
+
+    @overload
+    def __get__(self, obj: SQLiteStore, owner: type[Any]) -> Callable[P, T]: ...
+
+    def __get__(self, obj: SQLiteStore | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        work, run = self.work, obj._read_work
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return run(work(*args, **kwargs))
+
+        return call
+
+
+class _writes(_reads[P, T]):
+    """A write primitive written as statement work: one IMMEDIATE transaction."""
+
+    def __get__(self, obj: SQLiteStore | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        work, run = self.work, obj._write_work
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return run(work(*args, **kwargs))
+
+        return call
 
 
 class SQLiteStore:
@@ -274,15 +315,36 @@ class SQLiteStore:
         return [str(r[0]) for r in rows]
 
     def claim(
-        self, new: EffectRecord, expect: Expect, event: Event, *, durable: bool = False
+        self,
+        new: EffectRecord,
+        expect: Expect,
+        event: Event,
+        *,
+        durable: bool = False,
+        gate: Gate | None = None,
     ) -> ClaimResult:
+        gated = gate is not None and not gate.empty
+
         def fn(c: sqlite3.Connection) -> tuple[bool, ClaimResult]:
+            if gated:
+                assert gate is not None
+                refusal = run_sqlite(c, gated_ops.check_gate(gate, new.key, new.updated_at))
+                if refusal is not None:
+                    row = c.execute(q.GET, (new.key,)).fetchone()
+                    current = None if row is None else record_from_row(row)
+                    return False, ClaimResult(False, current, refusal)
             if expect is None:
                 won = c.execute(INSERT, record_params(new)).rowcount == 1
             else:
                 won = c.execute(CAS, _cas_params(new, expect)).rowcount == 1
             if won:
                 c.execute(q.EVENT, event_params(event))
+                if gated:
+                    assert gate is not None
+                    work = gated_ops.take_holds(
+                        gate, new.key, new.fence, new.updated_at, event.run_id
+                    )
+                    run_sqlite(c, work)
                 return True, ClaimResult(True, new)
             row = c.execute(q.GET, (new.key,)).fetchone()
             return False, ClaimResult(False, record_from_row(row))
@@ -290,15 +352,48 @@ class SQLiteStore:
         return self._write(fn, durable=durable)
 
     def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
+        self,
+        expect: tuple[Status, int],
+        new: EffectRecord,
+        event: Event,
+        *,
+        durable: bool = False,
+        settle: Settle | None = None,
     ) -> EffectRecord | None:
         def fn(c: sqlite3.Connection) -> tuple[bool, EffectRecord | None]:
             if c.execute(CAS, _cas_params(new, expect)).rowcount != 1:
                 return False, None
             c.execute(q.EVENT, event_params(event))
+            if settle is not None:
+                work = gated_ops.settle(new.key, expect[1], settle, new.updated_at, event.run_id)
+                run_sqlite(c, work)
             return True, new
 
         return self._write(fn, durable=durable)
+
+    def _read_work(self, work: Work[T]) -> T:
+        return self._read(lambda c: run_sqlite(c, work))
+
+    def _write_work(self, work: Work[T]) -> T:
+        return self._write(lambda c: (True, run_sqlite(c, work)))
+
+    # --- intents, approvals, holds (see gated_ops) --------------------------------
+
+    intent_get = _reads(gated_ops.intent_get)
+    intent_chain = _reads(gated_ops.intent_chain)
+    intent_create = _writes(gated_ops.intent_create)
+    intent_revise = _writes(gated_ops.intent_revise)
+    intent_touch = _writes(gated_ops.intent_touch)
+    approval_get = _reads(gated_ops.approval_get)
+    approval_list = _reads(gated_ops.approval_list)
+    approval_put = _writes(gated_ops.approval_put)
+    approval_update = _writes(gated_ops.approval_update)
+    approval_replace = _writes(gated_ops.approval_replace)
+    approval_answer = _writes(gated_ops.approval_answer)
+    approval_set_code = _writes(gated_ops.approval_set_code)
+    code_failures = _writes(gated_ops.code_failures)
+    code_packets = _reads(gated_ops.code_packets)
+    holds_of = _reads(gated_ops.holds_of)
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])

@@ -53,22 +53,29 @@ class FaultyStore:
         event: Event,
         *,
         durable: bool = False,
+        gate: Any = None,
     ) -> ClaimResult:
         when = self._armed("claim", new)
         if when == "before":
             raise LedgerUnavailable("injected: claim failed before commit")
-        result = self.inner.claim(new, expect, event, durable=durable)
+        result = self.inner.claim(new, expect, event, durable=durable, gate=gate)
         if when == "after":
             raise LedgerOutcomeUnknown("injected: claim committed, acknowledgement lost")
         return result
 
     def transition(
-        self, expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
+        self,
+        expect: tuple[Status, int],
+        new: EffectRecord,
+        event: Event,
+        *,
+        durable: bool = False,
+        settle: Any = None,
     ) -> EffectRecord | None:
         when = self._armed("transition", new)
         if when == "before":
             raise LedgerUnavailable("injected: transition failed before commit")
-        result = self.inner.transition(expect, new, event, durable=durable)
+        result = self.inner.transition(expect, new, event, durable=durable, settle=settle)
         if when == "after":
             raise LedgerOutcomeUnknown("injected: transition committed, acknowledgement lost")
         return result

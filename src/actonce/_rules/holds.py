@@ -1,0 +1,94 @@
+"""What a claim must hold, and how a verdict settles it.
+
+Theory of operation. Some effects may be claimed only under conditions that
+other rows of the ledger decide: the intent version they were made for is
+still current; an approval packet authorizes them; a budget has room for
+them. A :class:`Gate` names those conditions. The store checks them **in the
+same transaction as the claim** and takes a *hold* on each (the approval is
+held, the budget reserved), or refuses the claim with a :class:`Refusal`
+(nothing is written). The holds follow the effect's lifecycle, settled in
+the transaction of the transition that decides it (:func:`settlement`):
+
+- ``confirmed``: consumed (the approval is used up; the budget spent);
+- ``failed`` (proven not to have happened) or ``abandoned``: released (the
+  same approval may authorize the retry; the budget is free again);
+- anything in doubt (``executing``, ``unknown``, ``needs_review``): held.
+  A hold is never released by a timeout while its effect may have happened.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .intents import IntentRef
+from .model import Status
+
+__all__ = ["Draw", "Gate", "HoldKind", "HoldStatus", "Settle", "settlement"]
+
+
+class HoldKind(enum.StrEnum):
+    """What a hold is on. The values are the stored strings."""
+
+    INTENT = "intent"  # the intent version (so a revision can find its open effects)
+    APPROVAL = "approval"
+    BUDGET = "budget"
+
+
+class HoldStatus(enum.StrEnum):
+    """Where one hold stands. The values are the stored strings."""
+
+    HELD = "held"
+    CONSUMED = "consumed"
+    RELEASED = "released"
+
+
+class Settle(enum.StrEnum):
+    """What a transition does to its effect's holds."""
+
+    CONSUME = "consume"
+    RELEASE = "release"
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    """A reservation against a budget pool (issue 12)."""
+
+    pool: str
+    amount: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The conditions of one claim, checked and held in its transaction.
+
+    Attributes:
+        intent: the intent version the effect belongs to (must be current).
+        approval: the packet that must authorize the commit.
+        amount: what the commit will cost (checked against the approval's
+            ceiling; after a refresh, the refreshed price).
+        draws: budget reservations (all pools or none).
+    """
+
+    intent: IntentRef | None = None
+    approval: str | None = None
+    amount: Decimal | None = None
+    draws: tuple[Draw, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when the gate asks for nothing."""
+        return self.intent is None and self.approval is None and not self.draws
+
+
+_SETTLES = {
+    Status.CONFIRMED: Settle.CONSUME,
+    Status.FAILED: Settle.RELEASE,
+    Status.ABANDONED: Settle.RELEASE,
+}
+
+
+def settlement(to: Status) -> Settle | None:
+    """What a transition to ``to`` does to the effect's holds (``None``: keep them)."""
+    return _SETTLES.get(to)

@@ -135,24 +135,39 @@ def run_unguarded(browser: Browser, server: SandboxServer, round_: int, n: int) 
     return {"total": total}
 
 
-def run_guarded(browser: Browser, server: SandboxServer, folder: Path, round_: int,
-                n: int) -> dict[str, Any]:
+def run_guarded(
+    browser: Browser, server: SandboxServer, folder: Path, round_: int, n: int
+) -> dict[str, Any]:
     session = fresh_session(browser, server)
     verify, pre, perform, store_clock = Clock(), Clock(), Clock(), Clock()
-    ledger = Ledger(TimedStore(SQLiteStore(str(folder / f"ledger-{round_}.db")),  # type: ignore[arg-type]
-                               store_clock))
+    ledger = Ledger(
+        TimedStore(
+            SQLiteStore(str(folder / f"ledger-{round_}.db")),  # type: ignore[arg-type]
+            store_clock,
+        )
+    )
     ledger.store.salt()  # open and migrate before timing
     store_clock.seconds, store_clock.calls = 0.0, 0
     policy = Policy()
     try:
         effects = []
         for i, bound in enumerate(batch(session, round_, "g", n)):
-            k = effect_key(tenant="bench", actor=ACTOR, kind=bound.kind, object=f"{round_}-{i}",
-                           operation="create")
+            k = effect_key(
+                tenant="bench",
+                actor=ACTOR,
+                kind=bound.kind,
+                object=f"{round_}-{i}",
+                operation="create",
+            )
             eff = as_effect(bound, k, policy=policy)
-            effects.append(dataclasses.replace(
-                eff, verify=verify.wrap(eff.verify), perform=perform.wrap(settled(session, eff.perform)),
-                precondition=pre.wrap(eff.precondition) if eff.precondition else None))
+            effects.append(
+                dataclasses.replace(
+                    eff,
+                    verify=verify.wrap(eff.verify),
+                    perform=perform.wrap(settled(session, eff.perform)),
+                    precondition=pre.wrap(eff.precondition) if eff.precondition else None,
+                )
+            )
         t = time.perf_counter()
         for eff in effects:
             result = ledger.run(eff)
@@ -164,9 +179,15 @@ def run_guarded(browser: Browser, server: SandboxServer, folder: Path, round_: i
         session.close()
     truth = server.db.ground_truth()["totals"]
     assert truth["posts"] + truth["invoices"] == n, truth
-    return {"total": total, "verify": verify.seconds, "verify_calls": verify.calls,
-            "precondition": pre.seconds, "perform": perform.seconds,
-            "store": store_seconds, "store_calls": store_calls}
+    return {
+        "total": total,
+        "verify": verify.seconds,
+        "verify_calls": verify.calls,
+        "precondition": pre.seconds,
+        "perform": perform.seconds,
+        "store": store_seconds,
+        "store_calls": store_calls,
+    }
 
 
 def main() -> None:
@@ -189,24 +210,42 @@ def main() -> None:
                 g = run_guarded(browser, server, Path(tmp), r, n)
                 u = run_unguarded(browser, server, r, n)
             rounds.append({"u": u, "g": g})
-            print(f"round {r}: unguarded {1000 * u['total'] / n:7.1f} ms/effect, guarded "
-                  f"{1000 * g['total'] / n:7.1f} ms/effect of which verify "
-                  f"{1000 * g['verify'] / n:6.1f}, precondition {1000 * g['precondition'] / n:5.1f},"
-                  f" ledger store {1000 * g['store'] / n:5.1f}, perform {1000 * g['perform'] / n:6.1f}",
-                  flush=True)
+            print(
+                f"round {r}: unguarded {1000 * u['total'] / n:7.1f} ms/effect, guarded "
+                f"{1000 * g['total'] / n:7.1f} ms/effect of which verify "
+                f"{1000 * g['verify'] / n:6.1f}, precondition {1000 * g['precondition'] / n:5.1f},"
+                f" ledger store {1000 * g['store'] / n:5.1f}, perform {1000 * g['perform'] / n:6.1f}",
+                flush=True,
+            )
 
     def per_effect(field: str, side: str = "g") -> float:
         return 1000 * statistics.median(x[side][field] for x in rounds) / n
 
     ratios = [(x["g"]["total"] - x["g"]["verify"]) / x["u"]["total"] for x in rounds]
-    ledger_only = [(x["g"]["total"] - x["g"]["verify"] - x["g"]["precondition"]) / x["u"]["total"]
-                   for x in rounds]
+    ledger_only = [
+        (x["g"]["total"] - x["g"]["verify"] - x["g"]["precondition"]) / x["u"]["total"]
+        for x in rounds
+    ]
     perform_ratio = [x["g"]["perform"] / x["u"]["total"] for x in rounds]
     guarded_ex = [1000 * (x["g"]["total"] - x["g"]["verify"]) / n for x in rounds]
-    overhead = [1000 * (x["g"]["total"] - x["g"]["verify"] - x["g"]["precondition"]
-                        - x["g"]["perform"] - x["g"]["store"]) / n for x in rounds]
-    own = [1 + (x["g"]["total"] - x["g"]["verify"] - x["g"]["precondition"]
-                 - x["g"]["perform"]) / x["u"]["total"] for x in rounds]
+    overhead = [
+        1000
+        * (
+            x["g"]["total"]
+            - x["g"]["verify"]
+            - x["g"]["precondition"]
+            - x["g"]["perform"]
+            - x["g"]["store"]
+        )
+        / n
+        for x in rounds
+    ]
+    own = [
+        1
+        + (x["g"]["total"] - x["g"]["verify"] - x["g"]["precondition"] - x["g"]["perform"])
+        / x["u"]["total"]
+        for x in rounds
+    ]
     summary = {
         "effects": n,
         "rounds": args.rounds,
@@ -220,19 +259,23 @@ def main() -> None:
         "guarded_ms_per_effect": round(statistics.median(guarded_ex), 2),
         "guarded_total_ms_per_effect": round(per_effect("total"), 2),
         "verify_ms_per_effect": round(per_effect("verify"), 2),
-        "verify_calls_per_effect": round(statistics.median(x["g"]["verify_calls"]
-                                                           for x in rounds) / n, 2),
+        "verify_calls_per_effect": round(
+            statistics.median(x["g"]["verify_calls"] for x in rounds) / n, 2
+        ),
         "precondition_ms_per_effect": round(per_effect("precondition"), 2),
         "perform_ms_per_effect_guarded": round(per_effect("perform"), 2),
         "ledger_store_ms_per_effect": round(per_effect("store"), 2),
-        "ledger_store_calls_per_effect": round(statistics.median(x["g"]["store_calls"]
-                                                                 for x in rounds) / n, 2),
+        "ledger_store_calls_per_effect": round(
+            statistics.median(x["g"]["store_calls"] for x in rounds) / n, 2
+        ),
         "protocol_other_ms_per_effect": round(statistics.median(overhead), 2),
     }
-    print(f"ratio (guarded without verification / unguarded): {summary['ratio']}; "
-          f"without the precondition too: {summary['ratio_ledger_only']}; "
-          f"verification {summary['verify_ms_per_effect']} ms/effect over "
-          f"{summary['verify_calls_per_effect']} calls")
+    print(
+        f"ratio (guarded without verification / unguarded): {summary['ratio']}; "
+        f"without the precondition too: {summary['ratio_ledger_only']}; "
+        f"verification {summary['verify_ms_per_effect']} ms/effect over "
+        f"{summary['verify_calls_per_effect']} calls"
+    )
     if args.json:
         print(json.dumps(summary, sort_keys=True))
 

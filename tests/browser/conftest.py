@@ -37,8 +37,9 @@ def new_session(browser: Browser, base: str, tmp_path: Path) -> Iterator[Session
     """``new_session(user, login=True, **kwargs)``: a fresh context bound to ``user``."""
     made: list[BrowserSession] = []
 
-    def make(user: str = "alice", *, login: bool = True, as_user: str | None = None,
-             **kwargs: Any) -> BrowserSession:
+    def make(
+        user: str = "alice", *, login: bool = True, as_user: str | None = None, **kwargs: Any
+    ) -> BrowserSession:
         kwargs.setdefault("evidence_dir", tmp_path / "evidence")
         kwargs.setdefault("confirm_timeout", 3.0)
         kwargs.setdefault("timeout", 5.0)

@@ -53,7 +53,8 @@ def test_evidence_has_no_cookie_or_password(new_session: SessionFactory) -> None
 
 
 def test_thread_published_in_order_with_parents(
-        new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]) -> None:
+    new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]
+) -> None:
     session = new_session("alice")
     parts = ["1/3 A thread", "2/3 goes on", "3/3 and ends"]
     verified: list[str] = []
@@ -74,9 +75,11 @@ def test_thread_published_in_order_with_parents(
         verified.append(verdict.result_ref)
     assert verified == [f"{base}/posts/{i}" for i in (1, 2, 3)]
     keys = [g["key"] for g in truth()["posts"]]
-    assert keys == [{"author": "alice", "text": parts[0], "parent": None},
-                    {"author": "alice", "text": parts[1], "parent": 1},
-                    {"author": "alice", "text": parts[2], "parent": 2}]
+    assert keys == [
+        {"author": "alice", "text": parts[0], "parent": None},
+        {"author": "alice", "text": parts[1], "parent": 1},
+        {"author": "alice", "text": parts[2], "parent": 2},
+    ]
     assert truth()["duplicates"] == []
 
 

@@ -38,14 +38,17 @@ def test_wrong_identity_is_a_hard_stop(new_session: SessionFactory, base: str) -
     assert creates(base) == []
 
 
-@pytest.mark.parametrize(("fault", "reason"), [
-    ("captcha", "CAPTCHA"),
-    ("rate_limit", "rate-limit"),
-    ("session_expired", "login wall"),
-])
-def test_blocking_screens_are_hard_stops(new_session: SessionFactory, base: str,
-                                         set_faults: Callable[..., None], fault: str,
-                                         reason: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("captcha", "CAPTCHA"),
+        ("rate_limit", "rate-limit"),
+        ("session_expired", "login wall"),
+    ],
+)
+def test_blocking_screens_are_hard_stops(
+    new_session: SessionFactory, base: str, set_faults: Callable[..., None], fault: str, reason: str
+) -> None:
     session = new_session("alice")
     set_faults({"action": "view.compose", "fault": fault, "times": 1})
     with pytest.raises(HardStop, match=reason):
@@ -70,9 +73,12 @@ def test_missing_reply_target_is_a_hard_stop(new_session: SessionFactory, base: 
         session.post_effect("reply", parent=base + "/posts/404").precondition()
 
 
-def test_editor_append_is_caught_by_read_back(new_session: SessionFactory, base: str,
-                                              set_faults: Callable[..., None],
-                                              truth: Callable[[], dict[str, Any]]) -> None:
+def test_editor_append_is_caught_by_read_back(
+    new_session: SessionFactory,
+    base: str,
+    set_faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     session = new_session("alice")
     set_faults({"action": "view.compose", "fault": "editor_append", "draft": "Old draft. "})
     effect = session.post_effect("Fresh text")
@@ -85,8 +91,9 @@ def test_editor_append_is_caught_by_read_back(new_session: SessionFactory, base:
     assert creates(base) == []
 
 
-def test_perform_runs_at_most_once(new_session: SessionFactory,
-                                   truth: Callable[[], dict[str, Any]]) -> None:
+def test_perform_runs_at_most_once(
+    new_session: SessionFactory, truth: Callable[[], dict[str, Any]]
+) -> None:
     session = new_session("alice")
     effect = session.invoice_effect("ORDER-ONCE", 5)
     effect.perform()

@@ -19,10 +19,12 @@ pytestmark = pytest.mark.browser
 
 
 def test_post_with_media_confirmed_with_canonical_url(
-        new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]) -> None:
+    new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]
+) -> None:
     session = new_session("alice")
-    effect = session.post_effect("  Sunset\nover the bay ", media=Media("image", "sunset.jpg",
-                                                                        "orange sky"))
+    effect = session.post_effect(
+        "  Sunset\nover the bay ", media=Media("image", "sunset.jpg", "orange sky")
+    )
     assert effect.payload["text"] == "Sunset\nover the bay"
     assert effect.verify() == Absent()
     effect.perform()
@@ -35,12 +37,21 @@ def test_post_with_media_confirmed_with_canonical_url(
 def test_post_contract_is_exact(new_session: SessionFactory, base: str) -> None:
     with httpx.Client(base_url=base) as c:
         c.post("/login", data={"username": "alice", "password": SEED_USERS["alice"]})
-        c.post("/compose", data={"text": "Same words", "media_type": "image",
-                                 "media_name": "a.png", "alt": "wrong alt"})
+        c.post(
+            "/compose",
+            data={
+                "text": "Same words",
+                "media_type": "image",
+                "media_name": "a.png",
+                "alt": "wrong alt",
+            },
+        )
         c.post("/compose", data={"text": "Same words and more"})
     session = new_session("alice")
-    assert session.post_effect("Same words", media=Media("image", "a.png", "right alt")
-                               ).verify() == Absent()
+    assert (
+        session.post_effect("Same words", media=Media("image", "a.png", "right alt")).verify()
+        == Absent()
+    )
     assert session.post_effect("Same words").verify() == Absent()  # media count differs
     assert new_session("bob").post_effect("Same words and more").verify() == Absent()
     assert session.post_effect("Same words and more").verify() == Confirmed(base + "/posts/2")
@@ -62,8 +73,10 @@ def test_reply_contract_checks_the_parent(new_session: SessionFactory, base: str
 
 
 def test_lost_confirmation_is_unknown_then_verified(
-        new_session: SessionFactory, set_faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    new_session: SessionFactory,
+    set_faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     session = new_session("alice", confirm_timeout=2.0)
     set_faults({"action": "post.create", "fault": "lost_response", "times": 1})
     effect = session.post_effect("Did it post?")
@@ -74,7 +87,8 @@ def test_lost_confirmation_is_unknown_then_verified(
 
 
 def test_late_indexing_is_absent_then_confirmed(
-        new_session: SessionFactory, set_faults: Callable[..., None]) -> None:
+    new_session: SessionFactory, set_faults: Callable[..., None]
+) -> None:
     session = new_session("alice")
     set_faults({"action": "post.create", "fault": "late_index", "seconds": 1.5})
     effect = session.post_effect("Slow to index")
@@ -87,8 +101,9 @@ def test_late_indexing_is_absent_then_confirmed(
     assert isinstance(verdict, Confirmed)
 
 
-def test_verify_unavailable_when_slow(new_session: SessionFactory,
-                                      set_faults: Callable[..., None]) -> None:
+def test_verify_unavailable_when_slow(
+    new_session: SessionFactory, set_faults: Callable[..., None]
+) -> None:
     session = new_session("alice", timeout=1.0)
     set_faults({"action": "view.search", "fault": "slow_response", "seconds": 5})
     verdict = session.post_effect("anything").verify()
@@ -96,8 +111,9 @@ def test_verify_unavailable_when_slow(new_session: SessionFactory,
     assert "Timeout" in verdict.reason
 
 
-def test_verify_unavailable_on_blocking_screen(new_session: SessionFactory,
-                                               set_faults: Callable[..., None]) -> None:
+def test_verify_unavailable_on_blocking_screen(
+    new_session: SessionFactory, set_faults: Callable[..., None]
+) -> None:
     session = new_session("alice")
     set_faults({"action": "view.invoices", "fault": "captcha"})
     verdict = session.invoice_effect("ORDER-9", 1).verify()
@@ -120,8 +136,9 @@ def test_verify_unavailable_when_server_unreachable(browser: Browser) -> None:
         srv.stop()
 
 
-def test_like_and_follow_contracts(new_session: SessionFactory, base: str,
-                                   truth: Callable[[], dict[str, Any]]) -> None:
+def test_like_and_follow_contracts(
+    new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]
+) -> None:
     alice, bob = new_session("alice"), new_session("bob")
     post = alice.post_effect("Like this")
     post.perform()

@@ -22,10 +22,22 @@ from actonce.browser import Effect as SiteBound
 from actonce.sandbox import SEED_USERS, FaultRule, SandboxServer
 
 # Short settle windows keep the package fast; the rules are the same.
-POST = Policy(settle_seconds=0.6, absence_authoritative=False, verify_attempts=5,
-              verify_backoff=0.1, verify_backoff_max=0.4, lease_seconds=30.0)
-INVOICE = Policy(settle_seconds=0.6, absence_authoritative=True, verify_attempts=5,
-                 verify_backoff=0.1, verify_backoff_max=0.4, lease_seconds=30.0)
+POST = Policy(
+    settle_seconds=0.6,
+    absence_authoritative=False,
+    verify_attempts=5,
+    verify_backoff=0.1,
+    verify_backoff_max=0.4,
+    lease_seconds=30.0,
+)
+INVOICE = Policy(
+    settle_seconds=0.6,
+    absence_authoritative=True,
+    verify_attempts=5,
+    verify_backoff=0.1,
+    verify_backoff_max=0.4,
+    lease_seconds=30.0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +81,11 @@ def submits(server: SandboxServer, base: str) -> Callable[[], list[str]]:
     """Actions of every mutating request the sandbox saw (logins aside)."""
 
     def read() -> list[str]:
-        return [r["action"] for r in server.sandbox.faults.log()
-                if r["method"] == "POST" and r["action"] != "login"]
+        return [
+            r["action"]
+            for r in server.sandbox.faults.log()
+            if r["method"] == "POST" and r["action"] != "login"
+        ]
 
     return read
 
@@ -150,15 +165,23 @@ class Counted:
     def effect(self, key: Any, policy: Policy, extra: dict[str, Any] | None = None) -> Effect:
         """The ledger effect (built by ``as_effect``), with counting callables."""
         eff = as_effect(self.site, key, policy=policy, extra=extra)
-        return Effect(key=eff.key, kind=eff.kind, payload=eff.payload, perform=self.perform,
-                      verify=self.verify, precondition=self.precondition,
-                      evidence=eff.evidence, policy=eff.policy)
+        return Effect(
+            key=eff.key,
+            kind=eff.kind,
+            payload=eff.payload,
+            perform=self.perform,
+            verify=self.verify,
+            precondition=self.precondition,
+            evidence=eff.evidence,
+            policy=eff.policy,
+        )
 
 
 def key(name: str, actor: str = "alice", kind: str = "post") -> Any:
     """A stable effect key for a test object."""
-    return effect_key(tenant="browser-ledger", actor=actor, kind=kind, object=name,
-                      operation="create")
+    return effect_key(
+        tenant="browser-ledger", actor=actor, kind=kind, object=name, operation="create"
+    )
 
 
 def types(ledger: Ledger, k: Any) -> list[EventType]:

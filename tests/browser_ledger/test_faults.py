@@ -28,8 +28,12 @@ def _posts(gt: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_lost_response_after_commit_is_verified_confirmed(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], base: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    base: str,
+) -> None:
     faults(FaultRule("post.create", "lost_response", times=1))
     c = Counted(session("alice").post_effect("Lost in transit"))
     result = ledger.run(c.effect(key("lost"), POST))
@@ -41,8 +45,13 @@ def test_lost_response_after_commit_is_verified_confirmed(
 
 
 def test_lost_response_with_verification_down_is_unknown_then_reconciled(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        ledger_path: Path, truth: Callable[[], dict[str, Any]], base: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    ledger_path: Path,
+    truth: Callable[[], dict[str, Any]],
+    base: str,
+) -> None:
     """The click's answer is lost and search is rate-limited: unknown, never a retry."""
     faults(FaultRule("post.create", "lost_response", times=1))
     c = Counted(session("alice").post_effect("Lost, then checked later"))
@@ -75,12 +84,14 @@ def test_lost_response_with_verification_down_is_unknown_then_reconciled(
 
 
 def test_confirmation_slower_than_client_timeout_is_verified(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     # The click waits for the answer up to the session's timeout (see the report).
     faults(FaultRule("invoice.create", "slow_response", seconds=3.0, times=1))
-    c = Counted(session("bob", confirm_timeout=0.8, timeout=1.5).invoice_effect(
-        "ORDER-SLOW", 250))
+    c = Counted(session("bob", confirm_timeout=0.8, timeout=1.5).invoice_effect("ORDER-SLOW", 250))
     result = ledger.run(c.effect(key("slow", "bob", "invoice"), INVOICE))
     assert result.outcome is Outcome.COMPLETED and result.status is Status.CONFIRMED
     assert c.performs == 1
@@ -89,9 +100,13 @@ def test_confirmation_slower_than_client_timeout_is_verified(
 
 
 def test_error_before_commit_is_proven_absent_then_rerun_once(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]],
-        base: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+    base: str,
+) -> None:
     faults(FaultRule("invoice.create", "error_before_commit", times=1))
     s = session("carol", confirm_timeout=0.8)
     k = key("ORDER-500", "carol", "invoice")
@@ -110,15 +125,24 @@ def test_error_before_commit_is_proven_absent_then_rerun_once(
     assert again.outcome is Outcome.COMPLETED and again.attempt == 2
     assert again.result_ref == base + "/invoices/1"
     assert first.performs == second.performs == 1
-    assert types(ledger, k) == [E.CLAIMED, E.EXECUTING, E.FAILED,
-                                E.CLAIMED, E.EXECUTING, E.CONFIRMED]
+    assert types(ledger, k) == [
+        E.CLAIMED,
+        E.EXECUTING,
+        E.FAILED,
+        E.CLAIMED,
+        E.EXECUTING,
+        E.CONFIRMED,
+    ]
     gt = truth()
     assert gt["totals"]["invoices"] == 1 and gt["duplicates"] == []
 
 
 def test_error_after_commit_is_confirmed(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     faults(FaultRule("post.create", "error_after_commit", times=1))
     c = Counted(session("alice", confirm_timeout=0.8).post_effect("500 but saved"))
     result = ledger.run(c.effect(key("500-after"), POST))
@@ -128,12 +152,21 @@ def test_error_after_commit_is_confirmed(
 
 
 def test_late_indexing_inside_the_window_is_confirmed(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
     faults(FaultRule("post.create", "late_index", seconds=0.8, times=1))
     c = Counted(session("alice").post_effect("Indexed a bit later"))
-    policy = POST.__class__(settle_seconds=3.0, absence_authoritative=False, verify_attempts=8,
-                            verify_backoff=0.2, verify_backoff_max=0.4, lease_seconds=30.0)
+    policy = POST.__class__(
+        settle_seconds=3.0,
+        absence_authoritative=False,
+        verify_attempts=8,
+        verify_backoff=0.2,
+        verify_backoff_max=0.4,
+        lease_seconds=30.0,
+    )
     result = ledger.run(c.effect(key("late-ok"), policy))
     assert result.outcome is Outcome.COMPLETED and result.status is Status.CONFIRMED
     assert c.performs == 1 and c.verifies >= 3  # absent (unsettled), retried, then found
@@ -142,8 +175,12 @@ def test_late_indexing_inside_the_window_is_confirmed(
 
 
 def test_late_indexing_beyond_the_window_needs_review_and_stays_single(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]]) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+) -> None:
     faults(FaultRule("post.create", "late_index", seconds=30.0, times=1))
     s = session("alice")
     c = Counted(s.post_effect("Indexed much later"))
@@ -159,15 +196,23 @@ def test_late_indexing_beyond_the_window_needs_review_and_stays_single(
     assert truth()["totals"]["posts"] == 1 and submits() == ["post.create"]
 
 
-@pytest.mark.parametrize(("fault", "reason"), [
-    ("session_expired", "login wall"),
-    ("captcha", "CAPTCHA"),
-    ("rate_limit", "rate-limit"),
-])
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("session_expired", "login wall"),
+        ("captcha", "CAPTCHA"),
+        ("rate_limit", "rate-limit"),
+    ],
+)
 def test_blocking_screen_at_commit_time_is_a_hard_stop(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]],
-        fault: str, reason: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+    fault: str,
+    reason: str,
+) -> None:
     """The screen shows on the page where the click would happen: nothing is clicked."""
     faults(FaultRule("view.compose", fault, times=1))
     c = Counted(session("alice").post_effect("Blocked"))
@@ -188,9 +233,13 @@ def test_blocking_screen_at_commit_time_is_a_hard_stop(
 
 @pytest.mark.parametrize("fault", ["session_expired", "captcha", "rate_limit"])
 def test_blocking_screen_on_the_invoice_form_stops_before_the_click(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]],
-        fault: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+    fault: str,
+) -> None:
     """A wall on the form is seen by the preflight inside perform: failed at once, nothing sent."""
     faults(FaultRule("view.invoice_new", fault, times=1))
     k = key(f"pre-{fault}", "bob", "invoice")
@@ -207,9 +256,13 @@ def test_blocking_screen_on_the_invoice_form_stops_before_the_click(
 
 
 def test_editor_append_is_refused_with_secret_free_evidence(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]],
-        ledger_path: Path) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+    ledger_path: Path,
+) -> None:
     faults(FaultRule("view.compose", "editor_append", draft="Old draft. "))
     s = session("alice")
     cookie = s.run(_session_cookie)
@@ -222,8 +275,11 @@ def test_editor_append_is_refused_with_secret_free_evidence(
     failed = [e for e in ledger.events(key("append").value) if e.type is E.FAILED]
     assert len(failed) == 1
     evidence = Path(failed[0].data["evidence"])
-    assert sorted(p.name for p in evidence.iterdir()) == ["meta.json", "page.html",
-                                                          "screenshot.png"]
+    assert sorted(p.name for p in evidence.iterdir()) == [
+        "meta.json",
+        "page.html",
+        "screenshot.png",
+    ]
     assert (evidence / "screenshot.png").stat().st_size > 0
     html = (evidence / "page.html").read_text()
     assert 'data-testid="editor"' in html and "Old draft. " in html
@@ -241,26 +297,35 @@ async def _session_cookie(s: Any) -> str:
 
 
 def test_reply_confirmed_with_parent(
-        ledger: Ledger, session: SessionFactory, truth: Callable[[], dict[str, Any]],
-        base: str) -> None:
+    ledger: Ledger, session: SessionFactory, truth: Callable[[], dict[str, Any]], base: str
+) -> None:
     s = session("alice")
     root = ledger.run(Counted(s.post_effect("Root")).effect(key("root"), POST))
     assert root.outcome is Outcome.COMPLETED and root.result_ref == base + "/posts/1"
-    reply = ledger.run(Counted(s.post_effect("Reply", parent=root.result_ref)).effect(
-        key("reply"), POST))
+    reply = ledger.run(
+        Counted(s.post_effect("Reply", parent=root.result_ref)).effect(key("reply"), POST)
+    )
     assert reply.outcome is Outcome.COMPLETED and reply.result_ref == base + "/posts/2"
     assert _posts(truth())[1] == {"author": "alice", "text": "Reply", "parent": 1}
 
 
-SUBMIT_WALLS = [("captcha", "CAPTCHA"), ("rate_limit", "rate-limit"),
-                ("session_expired", "login wall")]
+SUBMIT_WALLS = [
+    ("captcha", "CAPTCHA"),
+    ("rate_limit", "rate-limit"),
+    ("session_expired", "login wall"),
+]
 
 
 @pytest.mark.parametrize(("fault", "reason"), SUBMIT_WALLS)
 def test_blocking_screen_answering_the_submit_is_never_retried(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        truth: Callable[[], dict[str, Any]], submits: Callable[[], list[str]],
-        fault: str, reason: str) -> None:
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+    submits: Callable[[], list[str]],
+    fault: str,
+    reason: str,
+) -> None:
     """The click went out and the answer is a wall: it may have happened, so verify, never redo."""
     faults(FaultRule("post.create", fault, times=1))
     s = session("alice", confirm_timeout=0.8)
@@ -275,8 +340,8 @@ def test_blocking_screen_answering_the_submit_is_never_retried(
 
 @pytest.mark.parametrize(("fault", "reason"), SUBMIT_WALLS)
 def test_blocking_screen_answering_the_submit_is_a_hard_stop(
-        ledger: Ledger, session: SessionFactory, faults: Callable[..., None],
-        fault: str, reason: str) -> None:
+    ledger: Ledger, session: SessionFactory, faults: Callable[..., None], fault: str, reason: str
+) -> None:
     faults(FaultRule("post.create", fault, times=1))
     c = Counted(session("alice", confirm_timeout=0.8).post_effect("Walled at submit"))
     result = ledger.run(c.effect(key(f"submit-hs-{fault}"), POST))

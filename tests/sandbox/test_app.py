@@ -39,8 +39,16 @@ def test_login_shows_identity_and_protects_pages(base: str) -> None:
 
 
 def test_post_reply_search_and_duplicates(base: str, alice: httpx.Client) -> None:
-    r = alice.post("/compose", data={"text": "Hello", "media_type": "image",
-                                     "media_name": "cat.png", "alt": "a cat", "parent": ""})
+    r = alice.post(
+        "/compose",
+        data={
+            "text": "Hello",
+            "media_type": "image",
+            "media_name": "cat.png",
+            "alt": "a cat",
+            "parent": "",
+        },
+    )
     assert r.status_code == 303
     url = r.headers["location"]
     assert re.fullmatch(r"/posts/\d+", url)
@@ -49,8 +57,16 @@ def test_post_reply_search_and_duplicates(base: str, alice: httpx.Client) -> Non
     reply = alice.post("/compose", data={"text": "Reply", "parent": base + url})
     reply_page = alice.get(reply.headers["location"]).text
     assert f'data-testid="post-parent" href="{url}"' in reply_page
-    alice.post("/compose", data={"text": "Hello", "media_type": "image", "media_name": "cat.png",
-                                 "alt": "a cat", "parent": ""})
+    alice.post(
+        "/compose",
+        data={
+            "text": "Hello",
+            "media_type": "image",
+            "media_name": "cat.png",
+            "alt": "a cat",
+            "parent": "",
+        },
+    )
     found = alice.get("/search", params={"author": "alice", "q": "Hello"}).text
     assert found.count('data-testid="post"') == 2
     gt = truth(base)
@@ -75,8 +91,7 @@ def test_toggles_record_every_event(base: str, client_for: Callable[[str], httpx
     bob.post("/u/alice/follow")
     assert ">Following</button>" in bob.get("/u/alice").text
     gt = truth(base)
-    assert gt["likes"] == [{"key": {"user": "bob", "target": post_id}, "count": 2,
-                            "ids": [1, 2]}]
+    assert gt["likes"] == [{"key": {"user": "bob", "target": post_id}, "count": 2, "ids": [1, 2]}]
     assert gt["follows"][0]["count"] == 1  # type: ignore[index]
     assert [d["kind"] for d in gt["duplicates"]] == ["likes"]  # type: ignore[union-attr]
 
@@ -88,8 +103,11 @@ def test_invoices_html_and_listing(base: str, client_for: Callable[[str], httpx.
     assert r.status_code == 303
     bob.post("/invoices", data={"reference": "ORDER-9201", "amount": "5"})
     listing = alice.get("/invoices", params={"reference": "ORDER-9201"}).text
-    rows = re.findall(r'data-testid="invoice-row" data-invoice-id="(\d+)" '
-                      r'data-reference="ORDER-9201" data-account="(\w+)"', listing)
+    rows = re.findall(
+        r'data-testid="invoice-row" data-invoice-id="(\d+)" '
+        r'data-reference="ORDER-9201" data-account="(\w+)"',
+        listing,
+    )
     assert rows == [("1", "alice"), ("2", "bob")]
     assert truth(base)["duplicates"] == []  # same reference, different accounts
 
@@ -99,8 +117,9 @@ def test_shop_booking_and_price_change(set_faults: Any, base: str, alice: httpx.
     quoted = re.search(r'name="quoted_price" value="(\d+)"', form)
     assert quoted is not None
     assert alice.post("/shop/kayak/book", data={"quoted_price": quoted.group(1)}).status_code == 303
-    set_faults(base, {"action": "booking.create", "fault": "price_change", "times": 1,
-                      "amount": 700})
+    set_faults(
+        base, {"action": "booking.create", "fault": "price_change", "times": 1, "amount": 700}
+    )
     changed = alice.post("/shop/kayak/book", data={"quoted_price": quoted.group(1)})
     assert changed.status_code == 409 and 'data-testid="price-changed"' in changed.text
     assert str(int(quoted.group(1)) + 700) in changed.text
@@ -117,14 +136,18 @@ def test_api_idempotency_key(base: str) -> None:
         again = api.post("/api/invoices", json=body, headers={"Idempotency-Key": "k1"})
         assert again.status_code == 200 and again.json() == first.json()
         assert again.headers["idempotent-replayed"] == "true"
-        other = api.post("/api/invoices", json={"reference": "ORDER-1", "amount": 11},
-                         headers={"Idempotency-Key": "k1"})
+        other = api.post(
+            "/api/invoices",
+            json={"reference": "ORDER-1", "amount": 11},
+            headers={"Idempotency-Key": "k1"},
+        )
         assert other.status_code == 422
         assert api.post("/api/invoices", json=body).status_code == 201  # no key: a new row
     assert httpx.post(base + "/api/invoices", json=body).status_code == 401
     gt = truth(base)
-    assert gt["invoices"] == [{"key": {"account": "alice", "reference": "ORDER-1"}, "count": 2,
-                               "ids": [1, 2]}]
+    assert gt["invoices"] == [
+        {"key": {"account": "alice", "reference": "ORDER-1"}, "count": 2, "ids": [1, 2]}
+    ]
 
 
 def test_reset_and_non_loopback_refused(base: str, alice: httpx.Client) -> None:

@@ -62,9 +62,13 @@ def test_slow_response_is_cancelled_on_shutdown() -> None:
         assert time.monotonic() - started < 10
 
 
-def test_late_index_hides_from_lists_not_from_own_url(set_faults: Any, base: str, alice: httpx.Client) -> None:
-    set_faults(base, {"action": "post.create", "fault": "late_index", "seconds": 30,
-                      "match": {"text": "late"}})
+def test_late_index_hides_from_lists_not_from_own_url(
+    set_faults: Any, base: str, alice: httpx.Client
+) -> None:
+    set_faults(
+        base,
+        {"action": "post.create", "fault": "late_index", "seconds": 30, "match": {"text": "late"}},
+    )
     url = alice.post("/compose", data={"text": "late one"}).headers["location"]
     alice.post("/compose", data={"text": "on time"})
     assert alice.get(url).status_code == 200
@@ -75,24 +79,38 @@ def test_late_index_hides_from_lists_not_from_own_url(set_faults: Any, base: str
 
 
 def test_errors_before_and_after_commit(set_faults: Any, base: str, alice: httpx.Client) -> None:
-    set_faults(base, {"action": "invoice.create", "fault": "error_before_commit", "times": 1},
-               {"action": "invoice.create", "fault": "error_after_commit", "times": 1,
-                "match": {"reference": "AFTER"}})
+    set_faults(
+        base,
+        {"action": "invoice.create", "fault": "error_before_commit", "times": 1},
+        {
+            "action": "invoice.create",
+            "fault": "error_after_commit",
+            "times": 1,
+            "match": {"reference": "AFTER"},
+        },
+    )
     assert alice.post("/invoices", data={"reference": "BEFORE", "amount": "1"}).status_code == 500
     assert alice.post("/invoices", data={"reference": "AFTER", "amount": "1"}).status_code == 500
     gt = httpx.get(base + "/admin/ground-truth").json()
     assert [g["key"]["reference"] for g in gt["invoices"]] == ["AFTER"]
 
 
-@pytest.mark.parametrize(("fault", "status", "marker"), [
-    ("session_expired", 401, 'data-testid="login-form"'),
-    ("captcha", 200, 'data-testid="captcha"'),
-    ("rate_limit", 429, 'data-testid="rate-limit"'),
-])
-def test_blocking_screens(set_faults: Any, base: str, alice: httpx.Client, fault: str, status: int,
-                          marker: str) -> None:
-    set_faults(base, {"action": "view.compose", "fault": fault, "times": 1},
-               {"action": "post.create", "fault": fault, "times": 1})
+@pytest.mark.parametrize(
+    ("fault", "status", "marker"),
+    [
+        ("session_expired", 401, 'data-testid="login-form"'),
+        ("captcha", 200, 'data-testid="captcha"'),
+        ("rate_limit", 429, 'data-testid="rate-limit"'),
+    ],
+)
+def test_blocking_screens(
+    set_faults: Any, base: str, alice: httpx.Client, fault: str, status: int, marker: str
+) -> None:
+    set_faults(
+        base,
+        {"action": "view.compose", "fault": fault, "times": 1},
+        {"action": "post.create", "fault": fault, "times": 1},
+    )
     page = alice.get("/compose")
     assert page.status_code == status and marker in page.text
     assert alice.post("/compose", data={"text": "blocked"}).status_code == status
@@ -110,8 +128,9 @@ def test_editor_append_prefills_the_draft(set_faults: Any, base: str, alice: htt
 def test_rate_is_deterministic_for_a_seed(set_faults: Any, base: str, alice: httpx.Client) -> None:
     def run() -> list[bool]:
         httpx.post(base + "/admin/reset").raise_for_status()
-        set_faults(base, {"action": "view.search", "fault": "error_before_commit", "rate": 0.5},
-                   seed=42)
+        set_faults(
+            base, {"action": "view.search", "fault": "error_before_commit", "rate": 0.5}, seed=42
+        )
         return [alice.get("/search").status_code == 500 for _ in range(20)]
 
     first, second = run(), run()

@@ -69,8 +69,9 @@ class PostEffect(SiteEffect):
 
     kind = "post"
 
-    def __init__(self, author: str, text: str, *, media: Media | None = None,
-                 parent: str | None = None) -> None:
+    def __init__(
+        self, author: str, text: str, *, media: Media | None = None, parent: str | None = None
+    ) -> None:
         if not normalize_text(text):
             raise UsageError("a post needs text")
         self.author = author
@@ -81,14 +82,22 @@ class PostEffect(SiteEffect):
             raise UsageError(f"parent must be a post URL, not {parent!r}")
 
     def payload(self) -> dict[str, Any]:
-        media = None if self.media is None else {"type": self.media.type, "name": self.media.name,
-                                                 "alt": self.media.alt}
+        media = (
+            None
+            if self.media is None
+            else {"type": self.media.type, "name": self.media.name, "alt": self.media.alt}
+        )
         return {"author": self.author, "text": self.text, "media": media, "parent": self.parent}
 
     async def precondition(self, session: AsyncBrowserSession) -> bool:
         if self.parent is not None:
             await session.goto(self.parent)
-            if await session.page.locator(f'[data-testid="post"][data-post-id="{self.parent.rsplit("/", 1)[1]}"]').count() < 1:
+            if (
+                await session.page.locator(
+                    f'[data-testid="post"][data-post-id="{self.parent.rsplit("/", 1)[1]}"]'
+                ).count()
+                < 1
+            ):
                 raise HardStop(f"parent {self.parent} does not resolve to a post")
         return True
 
@@ -109,15 +118,20 @@ class PostEffect(SiteEffect):
             "media_type": await page.get_by_test_id("media-type").input_value(),
             "media_name": await page.get_by_test_id("media-name").input_value(),
             "alt": await page.get_by_test_id("alt-text").input_value(),
-            "parent": _path(await page.get_by_test_id("parent").input_value() or "") if self.parent
+            "parent": _path(await page.get_by_test_id("parent").input_value() or "")
+            if self.parent
             else await page.get_by_test_id("parent").input_value(),
         }
 
     def expected(self) -> Mapping[str, Any]:
         m = self.media
-        return {"text": self.text, "media_type": m.type if m else "",
-                "media_name": m.name if m else "", "alt": m.alt if m else "",
-                "parent": self.parent or ""}
+        return {
+            "text": self.text,
+            "media_type": m.type if m else "",
+            "media_name": m.name if m else "",
+            "alt": m.alt if m else "",
+            "parent": self.parent or "",
+        }
 
     def control(self, session: AsyncBrowserSession) -> Locator:
         return session.page.get_by_role("button", name="Publish", exact=True)
@@ -129,10 +143,12 @@ class PostEffect(SiteEffect):
         probe = self.text.splitlines()[0][:80]
         await session.goto("/search?" + urlencode({"author": self.author, "q": probe}))
         cards: list[dict[str, Any]] = await session.page.locator(
-            '[data-testid="results"] > [data-testid="post"]').evaluate_all(_CARDS)
+            '[data-testid="results"] > [data-testid="post"]'
+        ).evaluate_all(_CARDS)
         want_media = (1, self.media.type) if self.media else (0, "")
         matches = sorted(
-            c["id"] for c in cards
+            c["id"]
+            for c in cards
             if c["author"].strip() == self.author
             and normalize_text(c["text"]) == self.text
             and (c["media_count"], c["media_type"]) == want_media
@@ -153,8 +169,16 @@ class ToggleEffect(SiteEffect):
 
     kind = "toggle"
 
-    def __init__(self, kind: str, page_path: str, test_id: str, on_label: str,
-                 off_label: str, want_on: bool, target: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        page_path: str,
+        test_id: str,
+        on_label: str,
+        off_label: str,
+        want_on: bool,
+        target: str,
+    ) -> None:
         self.kind = kind
         self.page_path = page_path
         self.test_id = test_id
@@ -196,8 +220,11 @@ class ToggleEffect(SiteEffect):
 
     async def confirm(self, session: AsyncBrowserSession) -> None:
         goal = self.on_label if self.want_on else self.off_label
-        await session.page.get_by_test_id(self.test_id).filter(has_text=goal).wait_for(
-            timeout=session.confirm_timeout * 1000)
+        await (
+            session.page.get_by_test_id(self.test_id)
+            .filter(has_text=goal)
+            .wait_for(timeout=session.confirm_timeout * 1000)
+        )
 
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         await session.goto(self.page_path)
@@ -213,16 +240,24 @@ def like(post: str, *, liked: bool = True) -> ToggleEffect:
     if not _POST_URL.search(path):
         raise UsageError(f"not a post URL: {post!r}")
     post_id = path.rsplit("/", 1)[1]
-    return ToggleEffect("like" if liked else "unlike", path, f"like-{post_id}", "Unlike", "Like",
-                        liked, path)
+    return ToggleEffect(
+        "like" if liked else "unlike", path, f"like-{post_id}", "Unlike", "Like", liked, path
+    )
 
 
 def follow(user: str, *, following: bool = True) -> ToggleEffect:
     """Follow (or unfollow) a user by name."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", user):
         raise UsageError(f"not a user name: {user!r}")
-    return ToggleEffect("follow" if following else "unfollow", f"/u/{user}", f"follow-{user}",
-                        "Following", "Follow", following, user)
+    return ToggleEffect(
+        "follow" if following else "unfollow",
+        f"/u/{user}",
+        f"follow-{user}",
+        "Following",
+        "Follow",
+        following,
+        user,
+    )
 
 
 class InvoiceEffect(SiteEffect):
@@ -255,8 +290,10 @@ class InvoiceEffect(SiteEffect):
         await session.page.get_by_label("Amount").fill(str(self.amount))
 
     async def read_back(self, session: AsyncBrowserSession) -> Mapping[str, Any]:
-        return {"reference": await session.page.get_by_label("External reference").input_value(),
-                "amount": await session.page.get_by_label("Amount").input_value()}
+        return {
+            "reference": await session.page.get_by_label("External reference").input_value(),
+            "amount": await session.page.get_by_label("Amount").input_value(),
+        }
 
     def expected(self) -> Mapping[str, Any]:
         return {"reference": self.reference, "amount": str(self.amount)}
@@ -270,9 +307,13 @@ class InvoiceEffect(SiteEffect):
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         await session.goto("/invoices?" + urlencode({"reference": self.reference}))
         rows: list[dict[str, str]] = await session.page.get_by_test_id("invoice-row").evaluate_all(
-            "els => els.map(e => ({...e.dataset}))")
-        ids = sorted(int(r["invoiceId"]) for r in rows
-                     if r.get("reference") == self.reference and r.get("account") == self.account)
+            "els => els.map(e => ({...e.dataset}))"
+        )
+        ids = sorted(
+            int(r["invoiceId"])
+            for r in rows
+            if r.get("reference") == self.reference and r.get("account") == self.account
+        )
         if not ids:
             # Another account may use the same reference: that is not ours.
             return Absent()

@@ -173,7 +173,9 @@ class AsyncBrowserSession:
         try:
             response = await self.page.goto(url, timeout=(timeout or self.timeout) * 1000)
         except PlaywrightError as exc:
-            raise PageUnavailable(f"could not load {urlsplit(url).path}: {_first_line(exc)}") from exc
+            raise PageUnavailable(
+                f"could not load {urlsplit(url).path}: {_first_line(exc)}"
+            ) from exc
         self._last_status = response.status if response is not None else None
         if response is not None and response.status >= 500:
             raise PageUnavailable(f"{urlsplit(url).path} answered HTTP {response.status}")
@@ -287,8 +289,12 @@ class AsyncBrowserSession:
             raise PageUnavailable(f"evidence capture failed: {_first_line(exc)}") from exc
         (target / "page.html").write_text(html, encoding="utf-8")
         parts = urlsplit(self.page.url)
-        meta = {"label": label, "url": f"{parts.scheme}://{parts.netloc}{parts.path}",
-                "actor": self.username, "captured_at": time.time()}
+        meta = {
+            "label": label,
+            "url": f"{parts.scheme}://{parts.netloc}{parts.path}",
+            "actor": self.username,
+            "captured_at": time.time(),
+        }
         (target / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
         return str(target)
 
@@ -298,8 +304,9 @@ class AsyncBrowserSession:
         """Bind a site effect to this session."""
         return AsyncEffect(self, site_effect)
 
-    def post_effect(self, text: str, *, media: Media | None = None,
-                    parent: str | None = None) -> AsyncEffect:
+    def post_effect(
+        self, text: str, *, media: Media | None = None, parent: str | None = None
+    ) -> AsyncEffect:
         """Publish a post (or a reply to the ``parent`` post URL) as this actor."""
         from ._effects import PostEffect
 
@@ -323,8 +330,9 @@ class AsyncBrowserSession:
 
         return self.effect(InvoiceEffect(self.username, reference, amount))
 
-    def thread_effect(self, parts: Sequence[str], verified: Sequence[str], *,
-                      root_parent: str | None = None) -> AsyncEffect | None:
+    def thread_effect(
+        self, parts: Sequence[str], verified: Sequence[str], *, root_parent: str | None = None
+    ) -> AsyncEffect | None:
         """The effect for the next unverified thread part (None when done).
 
         ``verified`` holds the canonical URLs of the parts already verified, in
@@ -421,7 +429,9 @@ class AsyncEffect:
         except HardStop as exc:
             return Unavailable(f"cannot check: {exc.reason}")
         except (PlaywrightError, BrowserError) as exc:
-            return Unavailable(f"cannot check: {_first_line(exc) if isinstance(exc, PlaywrightError) else exc}")
+            return Unavailable(
+                f"cannot check: {_first_line(exc) if isinstance(exc, PlaywrightError) else exc}"
+            )
 
     async def evidence(self, label: str) -> str | None:
         """Screenshot + HTML of the current page; None if that failed."""
@@ -439,8 +449,13 @@ class AsyncBrowser:
         self._browser = browser
 
     @classmethod
-    async def launch(cls, *, headed: bool = False, executable_path: str | None = None,
-                     args: tuple[str, ...] = DEFAULT_ARGS) -> AsyncBrowser:
+    async def launch(
+        cls,
+        *,
+        headed: bool = False,
+        executable_path: str | None = None,
+        args: tuple[str, ...] = DEFAULT_ARGS,
+    ) -> AsyncBrowser:
         """Start Chromium (headless unless ``headed``).
 
         Raises:
@@ -450,25 +465,39 @@ class AsyncBrowser:
         path = executable_path or find_chromium()
         pw = await async_playwright().start()
         try:
-            browser = await pw.chromium.launch(executable_path=path, headless=not headed,
-                                               args=list(args))
+            browser = await pw.chromium.launch(
+                executable_path=path, headless=not headed, args=list(args)
+            )
         except PlaywrightError as exc:
             await pw.stop()
             raise BrowserError(f"could not launch {path}: {_first_line(exc)}") from exc
         return cls(pw, browser)
 
-    async def new_session(self, origin: str, username: str, *,
-                          evidence_dir: str | Path | None = None,
-                          lease_ok: Callable[[], bool] | None = None,
-                          timeout: float = 10.0, confirm_timeout: float = 10.0,
-                          screens: Screens | None = None) -> AsyncBrowserSession:
+    async def new_session(
+        self,
+        origin: str,
+        username: str,
+        *,
+        evidence_dir: str | Path | None = None,
+        lease_ok: Callable[[], bool] | None = None,
+        timeout: float = 10.0,
+        confirm_timeout: float = 10.0,
+        screens: Screens | None = None,
+    ) -> AsyncBrowserSession:
         """A fresh context (own cookies) bound to one actor."""
         context = await self._browser.new_context(viewport={"width": 1100, "height": 800})
         page = await context.new_page()
-        return AsyncBrowserSession(page, origin=origin, username=username,
-                                   evidence_dir=evidence_dir, lease_ok=lease_ok, timeout=timeout,
-                                   confirm_timeout=confirm_timeout, screens=screens,
-                                   _owned=context)
+        return AsyncBrowserSession(
+            page,
+            origin=origin,
+            username=username,
+            evidence_dir=evidence_dir,
+            lease_ok=lease_ok,
+            timeout=timeout,
+            confirm_timeout=confirm_timeout,
+            screens=screens,
+            _owned=context,
+        )
 
     async def aclose(self) -> None:
         """Close Chromium and the Playwright driver."""
@@ -482,5 +511,3 @@ class AsyncBrowser:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-

@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="actonce sandbox",
-                                     description="Serve the sandbox target app (Ctrl-C stops it).")
+    parser = argparse.ArgumentParser(
+        prog="actonce sandbox", description="Serve the sandbox target app (Ctrl-C stops it)."
+    )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="TCP port (8765)")
     parser.add_argument("--db", help="database file (default: in memory)")
@@ -62,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"actonce sandbox: error: bad --faults file: {exc}")
             return 2
     try:
-        print(f"sandbox on http://{args.host}:{args.port} (accounts: alice, bob, carol; "
-              "password <name>-password)", flush=True)
+        print(
+            f"sandbox on http://{args.host}:{args.port} (accounts: alice, bob, carol; "
+            "password <name>-password)",
+            flush=True,
+        )
         serve(args.host, args.port, args.db, args.seed, faults=rules)
     except (OSError, ValueError) as exc:
         print(f"actonce sandbox: error: {exc}")

@@ -31,11 +31,23 @@ __all__ = ["ACTIONS", "Fault", "FaultPlan", "FaultRule", "FiredFault"]
 
 ACTIONS: tuple[str, ...] = (
     "login",
-    "view.home", "view.compose", "view.post", "view.profile", "view.search",
-    "view.invoices", "view.invoice", "view.invoice_new", "view.shop", "view.book",
+    "view.home",
+    "view.compose",
+    "view.post",
+    "view.profile",
+    "view.search",
+    "view.invoices",
+    "view.invoice",
+    "view.invoice_new",
+    "view.shop",
+    "view.book",
     "view.bookings",
-    "post.create", "like.toggle", "follow.toggle", "invoice.create",
-    "api.invoice.create", "booking.create",
+    "post.create",
+    "like.toggle",
+    "follow.toggle",
+    "invoice.create",
+    "api.invoice.create",
+    "booking.create",
 )
 """Every action name the app reports to the fault plan."""
 
@@ -68,8 +80,7 @@ class Fault(enum.StrEnum):
     """The editor keeps ``draft`` and appends whatever is typed to it."""
 
 
-_COMMITTING = {Fault.LOST_RESPONSE, Fault.SLOW_RESPONSE, Fault.LATE_INDEX,
-               Fault.ERROR_AFTER_COMMIT}
+_COMMITTING = {Fault.LOST_RESPONSE, Fault.SLOW_RESPONSE, Fault.LATE_INDEX, Fault.ERROR_AFTER_COMMIT}
 
 
 @dataclass(slots=True)
@@ -186,8 +197,9 @@ class FaultPlan:
             self._rng = random.Random(seed)
             self._log = []
 
-    def fire(self, action: str, fields: Mapping[str, str], *, method: str, path: str,
-             user: str | None) -> list[FiredFault]:
+    def fire(
+        self, action: str, fields: Mapping[str, str], *, method: str, path: str, user: str | None
+    ) -> list[FiredFault]:
         """Decide which faults fire for this request and log the request."""
         fired: list[FiredFault] = []
         with self._lock:
@@ -200,11 +212,17 @@ class FaultPlan:
                     continue
                 rule.fired += 1
                 fired.append(FiredFault(rule.fault, rule.seconds, rule.amount, rule.draft))
-            self._log.append({
-                "seq": len(self._log) + 1, "at": time.time(), "action": action,
-                "method": method, "path": path, "user": user,
-                "faults": [f.fault.value for f in fired],
-            })
+            self._log.append(
+                {
+                    "seq": len(self._log) + 1,
+                    "at": time.time(),
+                    "action": action,
+                    "method": method,
+                    "path": path,
+                    "user": user,
+                    "faults": [f.fault.value for f in fired],
+                }
+            )
         return fired
 
     def log(self) -> list[dict[str, Any]]:

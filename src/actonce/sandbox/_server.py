@@ -50,8 +50,16 @@ def _check_host(host: str, allow_remote: bool) -> None:
 
 def _config(app: Sandbox, **kwargs: Any) -> Any:
     logging.getLogger("uvicorn.error").addFilter(_DropFilter())
-    return uvicorn.Config(app, http="h11", ws="none", lifespan="on", log_level="warning",
-                          access_log=False, timeout_graceful_shutdown=2, **kwargs)
+    return uvicorn.Config(
+        app,
+        http="h11",
+        ws="none",
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        **kwargs,
+    )
 
 
 class SandboxServer:
@@ -68,9 +76,16 @@ class SandboxServer:
         allow_remote: permit a non-loopback ``host``.
     """
 
-    def __init__(self, db: SandboxDB | str | Path | None = None, *, seed: int = 0,
-                 faults: list[FaultRule] | tuple[FaultRule, ...] = (),
-                 host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False) -> None:
+    def __init__(
+        self,
+        db: SandboxDB | str | Path | None = None,
+        *,
+        seed: int = 0,
+        faults: list[FaultRule] | tuple[FaultRule, ...] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+        allow_remote: bool = False,
+    ) -> None:
         _check_host(host, allow_remote)
         self.sandbox = create_app(db, seed=seed, faults=faults)
         self._host = host
@@ -145,14 +160,24 @@ class SandboxServer:
     def __enter__(self) -> SandboxServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = None,
-          seed: int = 0, *, faults: list[FaultRule] | tuple[FaultRule, ...] = (),
-          allow_remote: bool = False) -> None:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    db: str | Path | None = None,
+    seed: int = 0,
+    *,
+    faults: list[FaultRule] | tuple[FaultRule, ...] = (),
+    allow_remote: bool = False,
+) -> None:
     """Serve the sandbox in the foreground until interrupted (Ctrl-C).
 
     Args:

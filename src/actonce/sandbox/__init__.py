@@ -2,8 +2,10 @@
 
 Posts, replies, likes, follows, invoices (HTML and a JSON API with
 ``Idempotency-Key``), a shop with bookings, and deterministic fault injection
-(lost or slow confirmations, 500s before or after commit, late indexing,
-login wall, CAPTCHA, rate limit, price change, an editor that appends).
+(confirmations lost after the headers or with no response byte at all — a
+FIN or a reset, which makes browsers resend a POST — slow confirmations, 500s
+before or after commit, late indexing, login wall, CAPTCHA, rate limit, price
+change, an editor that appends, a page that submits twice).
 Its SQLite database is the ground truth: ``GET /admin/ground-truth`` counts
 what was created per natural key, independently of any ledger.
 
@@ -16,6 +18,7 @@ Serve it with ``actonce sandbox`` or ``SandboxServer``::
 from __future__ import annotations
 
 from ._app import SESSION_COOKIE, Sandbox, create_app, parse_post_ref
+from ._conns import LostMode
 from ._db import SEED_ITEMS, SEED_USERS, SandboxDB
 from ._faults import ACTIONS, Fault, FaultPlan, FaultRule, FiredFault
 from ._server import SandboxServer, serve
@@ -29,6 +32,7 @@ __all__ = [
     "FaultPlan",
     "FaultRule",
     "FiredFault",
+    "LostMode",
     "Sandbox",
     "SandboxDB",
     "SandboxServer",

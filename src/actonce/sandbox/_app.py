@@ -34,6 +34,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import Receive, Scope, Send
 
+from ._conns import ConnectionDropped, Connections, lost_response
 from ._db import SandboxDB
 from ._faults import MAX_DELAY, Fault, FaultPlan, FaultRule, FiredFault
 
@@ -44,27 +45,6 @@ SESSION_COOKIE = "sandbox_session"
 
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 _POST_PATH = re.compile(r"^/posts/(\d+)/?$")
-
-
-class _ConnectionDropped(Exception):
-    """Raised after the response headers to make the server drop the socket."""
-
-
-class _DroppedResponse(Response):
-    """Start a response that never finishes: the confirmation is lost."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/html; charset=utf-8"),
-                    (b"content-length", b"4096"),
-                ],
-            }
-        )
-        raise _ConnectionDropped
 
 
 def parse_post_ref(ref: str) -> int | None:
@@ -113,6 +93,9 @@ class Sandbox:
         self.faults = FaultPlan(faults, seed=seed)
         # Set on server shutdown: slow confirmations stop waiting at once.
         self.closing = threading.Event()
+        # Filled by the server's connection-tracking protocol (SandboxServer,
+        # serve): lets a lost_response close or reset the request's own socket.
+        self.connections = Connections()
         self.app = self._build()
 
     # -- plumbing ---------------------------------------------------------
@@ -161,7 +144,7 @@ class Sandbox:
         """ASGI entry point; swallows the deliberate connection drop."""
         try:
             await self.app(scope, receive, send)
-        except _ConnectionDropped:
+        except ConnectionDropped:
             return
 
     def _page(
@@ -179,6 +162,21 @@ class Sandbox:
     def _user(self, request: Request) -> str | None:
         return self.db.session_user(request.cookies.get(SESSION_COOKIE))
 
+    def _fire(
+        self, request: Request, action: str, fields: dict[str, str], user: str | None
+    ) -> list[FiredFault]:
+        """The faults for this request; logs it with the connection it came on."""
+        connection, on_connection = self.connections.note_request(request.scope.get("client"))
+        return self.faults.fire(
+            action,
+            fields,
+            method=request.method,
+            path=request.url.path,
+            user=user,
+            connection=connection,
+            on_connection=on_connection,
+        )
+
     async def _begin(self, request: Request, action: str, *, login: bool = True) -> _Ctx | Response:
         """Name the action, fire the faults, stop before commit when needed."""
         if request.method == "POST" and not request.url.path.startswith("/api/"):
@@ -187,9 +185,7 @@ class Sandbox:
         else:
             fields = dict(request.query_params)
         user = self._user(request)
-        fired = self.faults.fire(
-            action, fields, method=request.method, path=request.url.path, user=user
-        )
+        fired = self._fire(request, action, fields, user)
         ctx = _Ctx(request, action, user, fields, fired)
         if ctx.has(Fault.ERROR_BEFORE_COMMIT):
             return self._wall(ctx, "error", "Server error", "Something went wrong.", 500)
@@ -229,8 +225,9 @@ class Sandbox:
         """Apply the faults that strike after the commit."""
         if ctx.has(Fault.ERROR_AFTER_COMMIT):
             return self._wall(ctx, "error", "Server error", "Something went wrong.", 500)
-        if ctx.has(Fault.LOST_RESPONSE):
-            return _DroppedResponse()
+        lost = ctx.has(Fault.LOST_RESPONSE)
+        if lost:
+            return lost_response(lost.mode, self.connections)
         slow = ctx.has(Fault.SLOW_RESPONSE)
         if slow:
             await self._pause(slow.seconds)
@@ -297,6 +294,7 @@ class Sandbox:
             parent=parent,
             parent_url=f"/posts/{parent.id}" if parent else "",
             draft=append.draft if append else "",
+            double_submit=ctx.has(Fault.DOUBLE_SUBMIT) is not None,
         )
 
     async def compose(self, request: Request) -> Response:
@@ -511,13 +509,7 @@ class Sandbox:
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "body must be JSON with reference and amount"}, 400)
         user = self._api_user(request)
-        fired = self.faults.fire(
-            "api.invoice.create",
-            {"reference": reference},
-            method="POST",
-            path=request.url.path,
-            user=user,
-        )
+        fired = self._fire(request, "api.invoice.create", {"reference": reference}, user)
         ctx = _Ctx(request, "api.invoice.create", user, {"reference": reference}, fired)
         if ctx.has(Fault.ERROR_BEFORE_COMMIT):
             return JSONResponse({"error": "server error"}, 500)
@@ -576,7 +568,7 @@ class Sandbox:
         return JSONResponse({"rules": self.faults.rules()})
 
     async def admin_requests(self, request: Request) -> Response:
-        return JSONResponse({"requests": self.faults.log()})
+        return JSONResponse({"requests": self.faults.log(), "counts": self.faults.counts()})
 
 
 def _invoice_json(invoice: Any) -> dict[str, Any]:

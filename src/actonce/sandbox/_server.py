@@ -19,6 +19,7 @@ from typing import Any
 import uvicorn
 
 from ._app import Sandbox, create_app
+from ._conns import tracking_protocol
 from ._db import SandboxDB
 from ._faults import FaultRule
 
@@ -52,7 +53,13 @@ def _config(app: Sandbox, **kwargs: Any) -> Any:
     logging.getLogger("uvicorn.error").addFilter(_DropFilter())
     return uvicorn.Config(
         app,
-        http="h11",
+        # h11, registering each connection's transport: a lost_response can then
+        # close or reset the request's own socket without writing a byte.
+        http=tracking_protocol(app.connections),
+        # Idle keep-alive connections stay open for 30 s (uvicorn's default is
+        # 5 s), like most real servers: a browser then reuses them for a submit,
+        # which is when it resends a POST whose connection died without an answer.
+        timeout_keep_alive=30,
         ws="none",
         lifespan="on",
         log_level="warning",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from .._errors import HardStop, UsageError
-from .._model import Absent, Confirmed, Verdict
+from actonce import Absent, Confirmed, HardStop, UsageError, Verdict
+
 from ._site import SiteEffect, normalize_text
 
 if TYPE_CHECKING:
@@ -43,6 +43,12 @@ _CARDS = """els => els.map(e => {
 })"""
 
 
+def _counted(session: AsyncBrowserSession, prefix: str, ids: list[int]) -> Confirmed:
+    """Every match, counted: more than one is a duplicate, never a silent success."""
+    refs = tuple(session.url(f"{prefix}/{i}") for i in ids)
+    return Confirmed(refs[0], count=len(refs), refs=refs)
+
+
 def _path(url_or_path: str) -> str:
     return urlsplit(url_or_path).path.rstrip("/") or "/"
 
@@ -64,7 +70,8 @@ class PostEffect(SiteEffect):
     """Publish a post, or a reply when ``parent`` (a post URL) is given.
 
     Verified by search: exactly this author, normalized text, media count and
-    type, alt text and parent; the canonical post URL is the result_ref.
+    type, alt text and parent; the canonical post URL is the result_ref, and
+    every match is counted (``Confirmed.count``, ``refs``: oldest first).
     """
 
     kind = "post"
@@ -157,7 +164,7 @@ class PostEffect(SiteEffect):
         )
         if not matches:
             return Absent()
-        return Confirmed(session.url(f"/posts/{matches[0]}"))
+        return _counted(session, "/posts", matches)
 
 
 class ToggleEffect(SiteEffect):
@@ -230,7 +237,10 @@ class ToggleEffect(SiteEffect):
         await session.goto(self.page_path)
         state = await self._state(session)
         if (state == self.on_label) == self.want_on:
-            return Confirmed(session.url(self.page_path))
+            # A two-state control shows a state, not a number of presses: one
+            # match (the sandbox's toggle events count the presses).
+            url = session.url(self.page_path)
+            return Confirmed(url, count=1, refs=(url,))
         return Absent()
 
 
@@ -264,7 +274,8 @@ class InvoiceEffect(SiteEffect):
     """Create an invoice for an external reference (seed 001's example).
 
     Verified on ``/invoices?reference=``: a row with exactly this reference
-    and account; its invoice URL (with the stable id) is the result_ref.
+    and account; its invoice URL (with the stable id) is the result_ref, and
+    every such row is counted (``Confirmed.count``, ``refs``: oldest first).
     """
 
     kind = "invoice"
@@ -317,4 +328,4 @@ class InvoiceEffect(SiteEffect):
         if not ids:
             # Another account may use the same reference: that is not ours.
             return Absent()
-        return Confirmed(session.url(f"/invoices/{ids[0]}"))
+        return _counted(session, "/invoices", ids)

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import ActOnceError, HardStop
-from .._errors import NotPerformed as _CoreNotPerformed
+from actonce import ActOnceError, HardStop
+from actonce import NotPerformed as _CoreNotPerformed
 
 __all__ = [
     "BrowserError",
@@ -87,3 +87,9 @@ class StoppedAfterClick(OutcomeUnknown, HardStop):
 
     def __init__(self, reason: str) -> None:
         HardStop.__init__(self, reason)
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, at most 300 characters (for reasons)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._keys import EffectKey
-from .._ledger import Effect
-from .._model import Policy
+from actonce import Effect, EffectKey, Policy
+
 from ._session import AsyncEffect
 from ._sync import Effect as BoundEffect
 

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._model import Verdict
+from actonce import Verdict
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator

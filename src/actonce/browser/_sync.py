@@ -14,7 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._model import Verdict
+from actonce import Verdict
+
 from ._discovery import DEFAULT_ARGS
 from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
 from ._site import SiteEffect
@@ -68,9 +69,18 @@ class Effect:
         """See ``AsyncEffect.precondition``."""
         return self._loop.run(self._inner.precondition())
 
-    def perform(self) -> None:
-        """See ``AsyncEffect.perform``: at most once, never retried."""
-        self._loop.run(self._inner.perform())
+    @property
+    def wire(self) -> list[dict[str, Any]]:
+        """See ``AsyncEffect.wire``: the wire records of the perform."""
+        return self._inner.wire
+
+    def details(self) -> dict[str, Any]:
+        """See ``AsyncEffect.details``."""
+        return self._inner.details()
+
+    def perform(self) -> dict[str, Any]:
+        """See ``AsyncEffect.perform``: at most once, never retried; the wire evidence."""
+        return self._loop.run(self._inner.perform())
 
     def verify(self) -> Verdict:
         """See ``AsyncEffect.verify``: read-only, never raises for the world."""
@@ -242,8 +252,10 @@ class Browser:
         timeout: float = 10.0,
         confirm_timeout: float = 10.0,
         screens: Screens | None = None,
+        perform_timeout: float | None = None,
+        allow_origins: Sequence[str] = (),
     ) -> BrowserSession:
-        """A fresh context (own cookies) bound to one actor."""
+        """A fresh context (own cookies, service workers blocked) bound to one actor."""
         inner = self._loop.run(
             self._inner.new_session(
                 origin,
@@ -253,6 +265,8 @@ class Browser:
                 timeout=timeout,
                 confirm_timeout=confirm_timeout,
                 screens=screens,
+                perform_timeout=perform_timeout,
+                allow_origins=allow_origins,
             )
         )
         return BrowserSession(self._loop, inner)

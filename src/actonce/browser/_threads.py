@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._errors import UsageError
+from actonce import UsageError
 
 __all__ = ["ThreadPart", "next_thread_part"]
 

@@ -302,6 +302,20 @@ def test_perform_timeout_ends_a_perform_after_the_click(new_session: SessionFact
     assert [r["outcome"] for r in _details(info.value)["wire"]] == [303]
 
 
+def test_a_held_answer_ends_the_perform_at_the_confirmation_bound(
+    new_session: SessionFactory, set_faults: Callable[..., None], base: str
+) -> None:
+    """The server commits and holds its answer 30 s: unknown after ~1 s, never a resend."""
+    set_faults({"action": "invoice.create", "fault": "slow_response", "seconds": 30})
+    session = new_session("alice", confirm_timeout=1.0, perform_timeout=20.0)
+    started = time.monotonic()
+    with pytest.raises(OutcomeUnknown, match="confirm_timeout=1s") as info:
+        session.invoice_effect("ORDER-HELD", 5).perform()
+    assert time.monotonic() - started < 15  # not the 30 s the server holds it
+    assert [r["outcome"] for r in _details(info.value)["wire"]] == ["timed out"]
+    assert len(creates(base, "invoice.create")) == 1
+
+
 class StuckPrepare(InvoiceEffect):
     async def prepare(self, session: AsyncBrowserSession) -> None:
         await super().prepare(session)

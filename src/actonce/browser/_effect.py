@@ -173,7 +173,8 @@ class AsyncEffect:
         if s.lease_ok is not None and not s.lease_ok():
             raise StoppedBeforeClick("the worker no longer holds its lease")
         try:
-            await guard.open()
+            if s._network_guard:
+                await guard.open()
         except PlaywrightError as exc:
             raise NotPerformed(f"could not guard the network: {first_line(exc)}") from exc
         # The boundary: from the click on, the effect may have happened.

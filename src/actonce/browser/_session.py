@@ -169,6 +169,9 @@ class AsyncBrowserSession:
         self._evidence_seq = 0
         self._owned = _owned
         self._last_status: int | None = None
+        # Only for measuring what the guard costs (benchmarks/browser.py): an
+        # unguarded perform can be resent by the browser (issue 15).
+        self._network_guard = True
         page.set_default_timeout(timeout * 1000)
         page.set_default_navigation_timeout(timeout * 1000)
 

@@ -27,7 +27,7 @@ from .._ledger import Ledger
 from .._model import OPEN_STATUSES, EffectRecord, Status
 from .._registry import Registry
 from ..browser import Browser
-from ..sandbox import Fault, FaultRule, SandboxServer
+from ..sandbox import Fault, FaultRule, LostMode, SandboxServer
 from ._agent import Agent
 from ._intents import Intent, build_batch, quality_gate
 from ._worker import EXIT_HARD_STOP, intent_json
@@ -117,7 +117,10 @@ def fault_rules(batch: list[Intent], seed: int) -> list[FaultRule]:
                 FaultRule("post.create", Fault(fault), times=1, match={"text": target.text}, **kw)
             )
 
-    on_post("lost_response")  # committed, connection dropped: verify, never re-click
+    # Committed, then the connection closed without a response byte: a browser
+    # resends such a POST by itself; the adapter's network guard sends it once.
+    on_post("lost_response", mode=LostMode.CLOSE)
+    on_post("lost_response")  # committed, dropped after the headers: verify, never re-click
     on_post("slow_response", seconds=7.0)  # slower than the client's confirmation timeout
     on_post("late_index", seconds=2.0)  # inside the settle window: confirmed
     on_post("late_index", seconds=60.0)  # beyond it: a human decides, never a second post
@@ -138,10 +141,12 @@ def fault_rules(batch: list[Intent], seed: int) -> list[FaultRule]:
                 Fault("lost_response"),
                 times=1,
                 match={"reference": invoices.pop().reference},
+                mode=LostMode.RESET,  # committed, then a TCP reset: no response byte
             )
         )
     rules += [
-        FaultRule("like.toggle", Fault("lost_response"), times=1),
+        # A toggle resent by the browser would undo itself; the guard sends it once.
+        FaultRule("like.toggle", Fault("lost_response"), times=1, mode=LostMode.CLOSE),
         FaultRule(
             "view.compose", Fault("editor_append"), times=1
         ),  # read-back refuses: nothing sent
@@ -403,7 +408,9 @@ def _summarize(
     report.observed = {k: observed.get(k, 0) - baseline.get(k, 0) for k in observed}
     report.duplicates = truth.get("duplicates", [])
     report.faults_fired = dict(
-        Counter(f for entry in server.sandbox.faults.log() for f in entry.get("faults", []))
+        Counter(
+            _fault_name(f, entry) for entry in server.sandbox.faults.log() for f in entry["faults"]
+        )
     )
     with Ledger.open(ledger_url) as ledger:
         records = ledger.list(limit=100_000)
@@ -425,6 +432,14 @@ def _summarize(
                     }
                 )
         report.intents_done = sum(_settled(ledger, i) for i in todo)
+
+
+def _fault_name(fault: str, entry: dict[str, Any]) -> str:
+    """``lost_response:close`` / ``lost_response:reset`` tell the no-byte losses apart."""
+    mode = entry.get("lost_mode")
+    return (
+        f"{fault}:{mode}" if fault == "lost_response" and mode not in (None, "headers") else fault
+    )
 
 
 def _intent_of(record: EffectRecord) -> str:

@@ -29,6 +29,7 @@ from actonce.browser import (
     NotPerformed,
     OutcomeUnknown,
     PostEffect,
+    SiteEffect,
     StoppedAfterClick,
 )
 from actonce.browser._wire import NetworkGuard, scrub_url
@@ -313,6 +314,35 @@ def test_a_held_answer_ends_the_perform_at_the_confirmation_bound(
         session.invoice_effect("ORDER-HELD", 5).perform()
     assert time.monotonic() - started < 15  # not the 30 s the server holds it
     assert [r["outcome"] for r in _details(info.value)["wire"]] == ["timed out"]
+    assert len(creates(base, "invoice.create")) == 1
+
+
+class NoConfirmStep(InvoiceEffect):
+    """An effect written without a confirmation step of its own."""
+
+    confirm = SiteEffect.confirm
+
+
+class EagerConfirm(InvoiceEffect):
+    """A confirmation step that says yes before the server has answered."""
+
+    async def confirm(self, session: AsyncBrowserSession) -> None:
+        return None
+
+
+@pytest.mark.parametrize("effect_type", [NoConfirmStep, EagerConfirm])
+def test_the_window_stays_open_until_the_submit_is_answered(
+    new_session: SessionFactory,
+    set_faults: Callable[..., None],
+    base: str,
+    effect_type: type[InvoiceEffect],
+) -> None:
+    """The answer takes 1.5 s: the guard still owns the submit until it comes."""
+    set_faults({"action": "invoice.create", "fault": "slow_response", "seconds": 1.5})
+    session = new_session("alice", confirm_timeout=10.0, perform_timeout=20.0)
+    details = session.effect(effect_type("alice", "ORDER-LATE", 5)).perform()
+    [record] = details["wire"]
+    assert record["outcome"] == 303 and record["took"] >= 1.4
     assert len(creates(base, "invoice.create")) == 1
 
 

@@ -42,12 +42,11 @@ from ._errors import (
     StoppedBeforeClick,
     first_line,
 )
-from ._site import normalize
+from ._site import SiteEffect, normalize
 from ._wire import NetworkGuard
 
 if TYPE_CHECKING:
     from ._session import AsyncBrowserSession
-    from ._site import SiteEffect
 
 __all__ = ["AsyncEffect"]
 
@@ -55,6 +54,9 @@ _WALL_CHECK = 2.0
 """At most this long, in seconds, to look for a wall after a failed click."""
 _SETTLE = 0.5
 """At most this long to let a cancelled confirmation step unwind."""
+_FIRST_REQUEST_GRACE = 0.5
+"""When the page is confirmed before any mutating request reached the guard,
+the window stays open this long for the click's request to show up."""
 
 
 def _reason(exc: BaseException) -> str:
@@ -194,27 +196,49 @@ class AsyncEffect:
             raise OutcomeUnknown(why) from exc
 
     async def _confirm(self, guard: NetworkGuard, deadline: float) -> None:
-        """The site's confirmation, bounded; ends early if the submit got no answer."""
+        """Wait for the confirmation, bounded; the window then ends.
+
+        The window never ends while the click's first mutating request is
+        in flight, so its outcome is always recorded: an effect without a
+        ``confirm`` step of its own waits for that request's answer, and a
+        confirmation that comes before any request reached the guard keeps
+        the window open ``_FIRST_REQUEST_GRACE`` seconds for it. A first
+        request that got no answer ends the perform at once.
+        """
         s = self.session
         budget = max(0.0, min(s.confirm_timeout, deadline - time.monotonic()))
-        confirm = asyncio.ensure_future(asyncio.wait_for(self.site.confirm(s), budget))
+        own_step = type(self.site).confirm is not SiteEffect.confirm
+        step = self.site.confirm(s) if own_step else guard.settled.wait()
+        confirm = asyncio.ensure_future(asyncio.wait_for(step, budget))
         failed = asyncio.ensure_future(guard.failed.wait())
+        seen = asyncio.ensure_future(guard.seen.wait())
+        answered = asyncio.ensure_future(guard.settled.wait())
         try:
             await asyncio.wait({confirm, failed}, return_when=asyncio.FIRST_COMPLETED)
+            if confirm.done() and confirm.exception() is None:
+                # Confirmed by the page. A submit that had not even reached the
+                # guard gets a moment to show up; one in flight gets its answer.
+                if not seen.done():
+                    left = min(_FIRST_REQUEST_GRACE, deadline - time.monotonic())
+                    await asyncio.wait({seen}, timeout=max(0.0, left))
+                if guard.in_flight:
+                    await asyncio.wait({answered}, timeout=max(0.0, deadline - time.monotonic()))
         finally:
-            pending = [t for t in (confirm, failed) if not t.done()]
+            pending = [t for t in (confirm, failed, seen, answered) if not t.done()]
             for task in pending:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=_SETTLE)
-        if confirm.done() and not confirm.cancelled():
-            exc = confirm.exception()
-            if isinstance(exc, TimeoutError) and not isinstance(exc, PlaywrightError):
-                raise TimeoutError(f"no confirmation within confirm_timeout={budget:g}s") from exc
-            if exc is not None:
-                raise exc
-            return
-        raise OutcomeUnknown(f"the submit got no answer ({guard.failure})")
+        if guard.failure is not None:
+            raise OutcomeUnknown(f"the submit got no answer ({guard.failure})")
+        exc = None if confirm.cancelled() else confirm.exception()
+        if isinstance(exc, TimeoutError) and not isinstance(exc, PlaywrightError):
+            what = "no confirmation" if own_step else "no answer to a submit (no confirm step)"
+            raise TimeoutError(f"{what} within confirm_timeout={budget:g}s") from exc
+        if exc is not None:
+            raise exc
+        if guard.in_flight:
+            raise OutcomeUnknown("the page looked confirmed, but the submit got no answer in time")
 
     async def verify(self) -> Verdict:
         """Read-only check; the world's failures become ``Unavailable``."""

@@ -189,12 +189,21 @@ class NetworkGuard:
         """Mutating requests refused (never sent)."""
         self.failed = asyncio.Event()
         """Set when the first mutating request ended without an answer."""
+        self.seen = asyncio.Event()
+        """Set when the first mutating request to the origin is taken (sent)."""
+        self.settled = asyncio.Event()
+        """Set when the first mutating request has its outcome (answer or not)."""
         self._handler = self._handle  # one bound method, for route and unroute
 
     @property
     def records(self) -> list[WireRecord]:
         """The records so far, oldest first."""
         return list(self._records)
+
+    @property
+    def in_flight(self) -> bool:
+        """A first mutating request was sent and has no outcome yet."""
+        return self._first is not None and not self.settled.is_set()
 
     @property
     def failure(self) -> str | None:
@@ -250,8 +259,10 @@ class NetworkGuard:
         if record.outcome is None:
             record.outcome = outcome
             record.took = self._now() - record.at
-            if record is self._first and not isinstance(outcome, int):
-                self.failed.set()
+            if record is self._first:
+                if not isinstance(outcome, int):
+                    self.failed.set()
+                self.settled.set()
 
     async def _handle(self, route: Route) -> None:
         request = route.request
@@ -290,6 +301,7 @@ class NetworkGuard:
         # The first: decided before any await, so two handlers cannot both win.
         self._first = record
         self.sent += 1
+        self.seen.set()
         timeout_ms = max(1.0, (self._deadline - time.monotonic()) * 1000)  # 0 would mean none
         fetch = asyncio.ensure_future(
             route.fetch(max_redirects=0, max_retries=0, timeout=timeout_ms)

@@ -85,8 +85,10 @@ def test_lost_confirmation_is_unknown_then_verified(
     session = new_session("alice", confirm_timeout=2.0)
     set_faults({"action": "post.create", "fault": "lost_response", "times": 1})
     effect = session.post_effect("Did it post?")
-    with pytest.raises(OutcomeUnknown):
+    with pytest.raises(OutcomeUnknown, match="incomplete response") as info:
         effect.perform()
+    wire = info.value.details["wire"]  # type: ignore[attr-defined]
+    assert [r["outcome"] for r in wire] == ["incomplete response: connection closed"]
     assert isinstance(effect.verify(), Confirmed)
     assert truth()["totals"]["posts"] == 1
 

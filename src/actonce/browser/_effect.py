@@ -208,14 +208,14 @@ class AsyncEffect:
         s = self.session
         budget = max(0.0, min(s.confirm_timeout, deadline - time.monotonic()))
         own_step = type(self.site).confirm is not SiteEffect.confirm
-        step = self.site.confirm(s) if own_step else guard.settled.wait()
+        step = self.site.confirm(s) if own_step or not guard.active else guard.settled.wait()
         confirm = asyncio.ensure_future(asyncio.wait_for(step, budget))
         failed = asyncio.ensure_future(guard.failed.wait())
         seen = asyncio.ensure_future(guard.seen.wait())
         answered = asyncio.ensure_future(guard.settled.wait())
         try:
             await asyncio.wait({confirm, failed}, return_when=asyncio.FIRST_COMPLETED)
-            if confirm.done() and confirm.exception() is None:
+            if confirm.done() and confirm.exception() is None and guard.active:
                 # Confirmed by the page. A submit that had not even reached the
                 # guard gets a moment to show up; one in flight gets its answer.
                 if not seen.done():

@@ -201,6 +201,11 @@ class NetworkGuard:
         return list(self._records)
 
     @property
+    def active(self) -> bool:
+        """The guard owns the network (opened, not yet closed)."""
+        return self._open and not self._closed
+
+    @property
     def in_flight(self) -> bool:
         """A first mutating request was sent and has no outcome yet."""
         return self._first is not None and not self.settled.is_set()

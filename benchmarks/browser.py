@@ -28,6 +28,12 @@ cost of actonce itself. ``perform_ratio`` compares the two performs: a
 perform that starts from a verification page (guarded) is measurably faster
 than one that starts from the page the previous click just loaded
 (unguarded), which is why ``ratio_ledger_only`` can fall below 1.
+Both modes perform with the network guard on (at most one mutating request
+per perform, issue 15), so the ratios above do not include it. Its own cost
+is measured by a third batch in each round, next to the unguarded one:
+``raw``, the same performs with the guard switched off (a private switch,
+for this measurement only); ``network_guard_perform_ratio`` is unguarded ÷
+raw, the median of the per-round ratios.
 The last line (with ``--json``) is one JSON object. Nothing is asserted.
 """
 
@@ -119,10 +125,13 @@ def fresh_session(browser: Browser, server: SandboxServer) -> BrowserSession:
     return session
 
 
-def run_unguarded(browser: Browser, server: SandboxServer, round_: int, n: int) -> dict[str, Any]:
+def run_unguarded(
+    browser: Browser, server: SandboxServer, round_: int, n: int, *, network_guard: bool = True
+) -> dict[str, Any]:
     session = fresh_session(browser, server)
+    session.async_session._network_guard = network_guard
     try:
-        effects = batch(session, round_, "u", n)
+        effects = batch(session, round_, "u" if network_guard else "raw", n)
         t = time.perf_counter()
         for e in effects:
             settled(session, e.perform)()
@@ -200,17 +209,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, SandboxServer() as server, Browser() as browser:
         # Warm-up (not counted): first page loads, template compilation, JIT.
         run_unguarded(browser, server, -1, 2)
+        run_unguarded(browser, server, -1, 2, network_guard=False)
         run_guarded(browser, server, Path(tmp), -1, 2)
         for r in range(args.rounds):
             if r % 2 == 0:
+                raw = run_unguarded(browser, server, r, n, network_guard=False)
                 u = run_unguarded(browser, server, r, n)
                 g = run_guarded(browser, server, Path(tmp), r, n)
             else:
                 g = run_guarded(browser, server, Path(tmp), r, n)
                 u = run_unguarded(browser, server, r, n)
-            rounds.append({"u": u, "g": g})
+                raw = run_unguarded(browser, server, r, n, network_guard=False)
+            rounds.append({"u": u, "g": g, "raw": raw})
             print(
-                f"round {r}: unguarded {1000 * u['total'] / n:7.1f} ms/effect, guarded "
+                f"round {r}: raw (no network guard) {1000 * raw['total'] / n:7.1f} ms/effect, "
+                f"unguarded {1000 * u['total'] / n:7.1f} ms/effect, guarded "
                 f"{1000 * g['total'] / n:7.1f} ms/effect of which verify "
                 f"{1000 * g['verify'] / n:6.1f}, precondition {1000 * g['precondition'] / n:5.1f},"
                 f" ledger store {1000 * g['store'] / n:5.1f}, perform {1000 * g['perform'] / n:6.1f}",
@@ -226,6 +239,7 @@ def main() -> None:
         for x in rounds
     ]
     perform_ratio = [x["g"]["perform"] / x["u"]["total"] for x in rounds]
+    wire_ratio = [x["u"]["total"] / x["raw"]["total"] for x in rounds]
     guarded_ex = [1000 * (x["g"]["total"] - x["g"]["verify"]) / n for x in rounds]
     overhead = [
         1000
@@ -254,6 +268,9 @@ def main() -> None:
         "perform_ratio": round(statistics.median(perform_ratio), 4),
         "ledger_overhead_ratio": round(statistics.median(own), 4),
         "ratios_per_round": [round(x, 4) for x in ratios],
+        "network_guard_perform_ratio": round(statistics.median(wire_ratio), 4),
+        "network_guard_ratios_per_round": [round(x, 4) for x in wire_ratio],
+        "raw_ms_per_effect": round(per_effect("total", "raw"), 2),
         "unguarded_ms_per_effect": round(per_effect("total", "u"), 2),
         "guarded_ms_per_effect": round(statistics.median(guarded_ex), 2),
         "guarded_total_ms_per_effect": round(per_effect("total"), 2),

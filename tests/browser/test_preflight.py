@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from actonce._rules.errors import HardStop
-from actonce.browser import BrowserSession, ReadBackMismatch
+from actonce import HardStop
+from actonce.browser import AsyncBrowserSession, BrowserSession, ReadBackMismatch, Screens
 
 SessionFactory = Callable[..., BrowserSession]
 
@@ -31,8 +31,11 @@ def test_login_wall_is_a_hard_stop(new_session: SessionFactory, base: str) -> No
 
 def test_wrong_identity_is_a_hard_stop(new_session: SessionFactory, base: str) -> None:
     session = new_session("alice", as_user="bob")
-    with pytest.raises(HardStop, match="signed in as 'bob', not 'alice'"):
+    with pytest.raises(HardStop, match="signed in as 'bob', not 'alice'") as info:
         session.invoice_effect("ORDER-1", 10).perform()
+    # The message says where the value was read and what to configure.
+    assert """textContent of '[data-testid="whoami"]'""" in info.value.reason
+    assert "Screens(whoami=..., whoami_attribute=...)" in info.value.reason
     with pytest.raises(HardStop):
         session.preflight()
     assert creates(base) == []
@@ -100,3 +103,45 @@ def test_perform_runs_at_most_once(
     with pytest.raises(Exception, match="at most once"):
         effect.perform()
     assert truth()["totals"]["invoices"] == 1
+
+
+_UPPERCASE = """document.addEventListener('DOMContentLoaded', () => {
+  const style = document.createElement('style');
+  style.textContent = '[data-testid="whoami"] { text-transform: uppercase; }';
+  document.head.appendChild(style);
+});"""
+
+
+async def _uppercase_identity(s: AsyncBrowserSession) -> str:
+    await s.page.context.add_init_script(_UPPERCASE)
+    await s.page.goto(s.url("/"))
+    return await s.page.get_by_test_id("whoami").inner_text()
+
+
+def test_identity_is_compared_as_the_site_writes_it(
+    new_session: SessionFactory, truth: Callable[[], dict[str, Any]]
+) -> None:
+    """CSS upper-cases the name on screen; the page still says 'alice'."""
+    session = new_session("alice")
+    assert session.run(_uppercase_identity) == "ALICE"  # the CSS really applies
+    session.preflight()
+    assert session.whoami() == "alice"
+    session.invoice_effect("ORDER-CSS", 3).perform()
+    assert truth()["totals"]["invoices"] == 1
+
+
+def test_identity_from_an_attribute(new_session: SessionFactory, base: str) -> None:
+    session = new_session("alice", screens=Screens(whoami_attribute="data-username"))
+    session.preflight()
+    other = new_session("alice", as_user="bob", screens=Screens(whoami_attribute="data-username"))
+    with pytest.raises(HardStop, match="signed in as 'bob', not 'alice'") as info:
+        other.preflight()
+    assert """attribute 'data-username' of '[data-testid="whoami"]'""" in info.value.reason
+
+
+def test_identity_marker_missing_names_the_selector(new_session: SessionFactory) -> None:
+    session = new_session("alice", screens=Screens(whoami="#user-menu .name"))
+    with pytest.raises(HardStop, match="not shown exactly once") as info:
+        session.preflight()
+    assert "0 elements match '#user-menu .name'" in info.value.reason
+    assert "Screens(whoami=..." in info.value.reason

@@ -18,6 +18,11 @@ SessionFactory = Callable[..., BrowserSession]
 pytestmark = pytest.mark.browser
 
 
+def found(*refs: str) -> Confirmed:
+    """The verdict of a verifier that saw exactly these matches, oldest first."""
+    return Confirmed(refs[0], count=len(refs), refs=refs)
+
+
 def test_post_with_media_confirmed_with_canonical_url(
     new_session: SessionFactory, base: str, truth: Callable[[], dict[str, Any]]
 ) -> None:
@@ -29,7 +34,7 @@ def test_post_with_media_confirmed_with_canonical_url(
     assert effect.verify() == Absent()
     effect.perform()
     verdict = effect.verify()
-    assert verdict == Confirmed(base + "/posts/1")
+    assert verdict == found(base + "/posts/1")
     assert effect.verify() == verdict  # read-only, repeatable
     assert truth()["totals"]["posts"] == 1
 
@@ -54,7 +59,7 @@ def test_post_contract_is_exact(new_session: SessionFactory, base: str) -> None:
     )
     assert session.post_effect("Same words").verify() == Absent()  # media count differs
     assert new_session("bob").post_effect("Same words and more").verify() == Absent()
-    assert session.post_effect("Same words and more").verify() == Confirmed(base + "/posts/2")
+    assert session.post_effect("Same words and more").verify() == found(base + "/posts/2")
 
 
 def test_reply_contract_checks_the_parent(new_session: SessionFactory, base: str) -> None:
@@ -67,7 +72,7 @@ def test_reply_contract_checks_the_parent(new_session: SessionFactory, base: str
     assert reply.payload["parent"] == "/posts/1"
     assert reply.precondition() is True
     reply.perform()
-    assert reply.verify() == Confirmed(base + "/posts/2")
+    assert reply.verify() == found(base + "/posts/2")
     other = session.post_effect("Reply")  # same text, no parent: not the same post
     assert other.verify() == Absent()
 
@@ -80,8 +85,10 @@ def test_lost_confirmation_is_unknown_then_verified(
     session = new_session("alice", confirm_timeout=2.0)
     set_faults({"action": "post.create", "fault": "lost_response", "times": 1})
     effect = session.post_effect("Did it post?")
-    with pytest.raises(OutcomeUnknown):
+    with pytest.raises(OutcomeUnknown, match="incomplete response") as info:
         effect.perform()
+    wire = info.value.details["wire"]  # type: ignore[attr-defined]
+    assert [r["outcome"] for r in wire] == ["incomplete response: connection closed"]
     assert isinstance(effect.verify(), Confirmed)
     assert truth()["totals"]["posts"] == 1
 
@@ -147,17 +154,17 @@ def test_like_and_follow_contracts(
     like = bob.like_effect(url.result_ref)
     assert like.verify() == Absent()
     like.perform()
-    assert like.verify() == Confirmed(url.result_ref)
+    assert like.verify() == found(url.result_ref)
     with pytest.raises(ReadBackMismatch, match="state"):
         bob.like_effect(url.result_ref).perform()  # a second press would undo it
     assert alice.like_effect(url.result_ref).verify() == Absent()  # per-user state
     unlike = bob.like_effect(url.result_ref, liked=False)
     assert unlike.verify() == Absent()
     unlike.perform()
-    assert unlike.verify() == Confirmed(url.result_ref)
+    assert unlike.verify() == found(url.result_ref)
     follow = bob.follow_effect("alice")
     follow.perform()
-    assert follow.verify() == Confirmed(base + "/u/alice")
+    assert follow.verify() == found(base + "/u/alice")
     gt = truth()
     assert [g["count"] for g in gt["likes"]] == [2] and gt["follows"][0]["count"] == 1
 
@@ -170,4 +177,23 @@ def test_invoice_contract(new_session: SessionFactory, base: str) -> None:
     assert effect.verify() == Absent()  # bob's invoice is not alice's
     assert effect.precondition() is True
     effect.perform()
-    assert effect.verify() == Confirmed(base + "/invoices/2")
+    assert effect.verify() == found(base + "/invoices/2")
+
+
+def test_verifiers_count_every_match(
+    new_session: SessionFactory, base: str, server: SandboxServer
+) -> None:
+    """A duplicate made directly in the sandbox: seen, counted, never a silent success."""
+    session = new_session("alice")
+    post = session.post_effect("Posted twice")
+    post.perform()
+    server.db.create_post("alice", "Posted twice", None, None, None, None)
+    server.db.create_post("bob", "Posted twice", None, None, None, None)  # not ours
+    assert post.verify() == Confirmed(
+        base + "/posts/1", count=2, refs=(base + "/posts/1", base + "/posts/2")
+    )
+    invoice = session.invoice_effect("ORDER-TWICE", 10)
+    assert invoice.verify() == Absent()
+    for account in ("alice", "alice", "bob"):
+        server.db.create_invoice(account, "ORDER-TWICE", 10)
+    assert invoice.verify() == found(base + "/invoices/1", base + "/invoices/2")

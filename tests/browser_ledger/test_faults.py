@@ -279,7 +279,14 @@ def test_editor_append_is_refused_with_secret_free_evidence(
         "meta.json",
         "page.html",
         "screenshot.png",
+        "wire.json",
     ]
+    # Refused before the click: the network guard never opened, nothing was sent.
+    assert json.loads((evidence / "wire.json").read_text()) == {
+        "wire": [],
+        "sent": 0,
+        "refused": 0,
+    }
     assert (evidence / "screenshot.png").stat().st_size > 0
     html = (evidence / "page.html").read_text()
     assert 'data-testid="editor"' in html and "Old draft. " in html

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from actonce.sandbox import FaultRule, SandboxServer
+from actonce.sandbox import SESSION_COOKIE, FaultRule, LostMode, SandboxServer
 
 
 def requests_log(base: str) -> list[dict[str, object]]:
@@ -29,6 +31,96 @@ def test_lost_response_commits_then_drops(set_faults: Any, base: str, alice: htt
     assert alice.post("/compose", data={"text": "next"}).status_code == 303  # times=1
     fired = [r["faults"] for r in requests_log(base) if r["action"] == "post.create"]
     assert fired == [["lost_response"], []]
+
+
+def _keep_alive_submit(base: str, alice: httpx.Client, text: str) -> http.client.HTTPConnection:
+    """GET the form, then POST it on the same (reused) keep-alive connection."""
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    cookie = f"{SESSION_COOKIE}={alice.cookies[SESSION_COOKIE]}"
+    conn.request("GET", "/compose", headers={"Cookie": cookie})
+    form = conn.getresponse()
+    assert form.status == 200
+    form.read()
+    conn.request(
+        "POST",
+        "/compose",
+        body=f"text={text}",
+        headers={"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    return conn
+
+
+def test_lost_response_close_sends_no_byte(set_faults: Any, base: str, alice: httpx.Client) -> None:
+    set_faults(base, {"action": "post.create", "fault": "lost_response", "mode": "close"})
+    conn = _keep_alive_submit(base, alice, "closed")
+    # http.client raises RemoteDisconnected only when not one byte of a status line came.
+    with pytest.raises(http.client.RemoteDisconnected):
+        conn.getresponse()
+    conn.close()
+    assert post_count(base) == 1
+    create = [r for r in requests_log(base) if r["action"] == "post.create"]
+    assert [(r["faults"], r["lost_mode"]) for r in create] == [(["lost_response"], "close")]
+    assert create[0]["on_connection"] == 2  # the form's connection, reused
+
+
+def test_lost_response_reset_sends_a_reset(set_faults: Any, base: str, alice: httpx.Client) -> None:
+    set_faults(base, {"action": "post.create", "fault": "lost_response", "mode": "reset"})
+    conn = _keep_alive_submit(base, alice, "reset")
+    with pytest.raises(ConnectionResetError):
+        conn.getresponse()
+    conn.close()
+    assert post_count(base) == 1
+    assert [r["lost_mode"] for r in requests_log(base) if r["action"] == "post.create"] == ["reset"]
+
+
+def test_lost_response_headers_mode_sends_headers_then_drops(
+    set_faults: Any, base: str, alice: httpx.Client
+) -> None:
+    set_faults(base, {"action": "post.create", "fault": "lost_response", "mode": "headers"})
+    conn = _keep_alive_submit(base, alice, "headers")
+    answer = conn.getresponse()
+    assert answer.status == 200  # the headers arrived ...
+    with pytest.raises(http.client.IncompleteRead):
+        answer.read()  # ... the body never does
+    conn.close()
+    assert post_count(base) == 1
+
+
+def test_request_log_counts_requests_per_action_and_connection(
+    set_faults: Any, base: str, alice: httpx.Client
+) -> None:
+    alice.get("/compose")
+    alice.post("/compose", data={"text": "one"})
+    alice.post("/compose", data={"text": "two"})
+    data = httpx.get(base + "/admin/requests").json()
+    assert data["counts"] == {"login": 1, "view.compose": 1, "post.create": 2}
+    mine = [(r["connection"], r["on_connection"]) for r in data["requests"]]
+    assert len({c for c, _ in mine}) == 1  # httpx keeps one connection alive
+    assert [n for _, n in mine] == list(range(1, len(mine) + 1))
+
+
+def test_lost_mode_is_validated() -> None:
+    assert (
+        FaultRule.from_json(
+            {"action": "post.create", "fault": "lost_response", "mode": "reset"}
+        ).mode
+        is LostMode.RESET
+    )
+    assert FaultRule("post.create", "lost_response").to_json()["mode"] == "headers"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        FaultRule.from_json({"action": "post.create", "fault": "lost_response", "mode": "fin"})
+    with pytest.raises(ValueError, match="lost_response only"):
+        FaultRule.from_json({"action": "post.create", "fault": "captcha", "mode": "close"})
+
+
+def test_double_submit_page_submits_twice_by_script(
+    set_faults: Any, base: str, alice: httpx.Client
+) -> None:
+    set_faults(base, {"action": "view.compose", "fault": "double_submit", "times": 1})
+    page = alice.get("/compose").text
+    assert "double_submit fault" in page and page.count("method: 'POST'") == 2
+    assert "double_submit fault" not in alice.get("/compose").text  # times=1
 
 
 def test_slow_response_commits_then_waits(set_faults: Any, base: str, alice: httpx.Client) -> None:
@@ -141,6 +233,8 @@ def test_rate_is_deterministic_for_a_seed(set_faults: Any, base: str, alice: htt
 def test_fault_config_is_validated_and_listed(set_faults: Any, base: str) -> None:
     bad = httpx.post(base + "/admin/faults", json={"rules": [{"action": "x", "fault": "nope"}]})
     assert bad.status_code == 422
+    rule = {"action": "x", "fault": "lost_response", "mode": "half"}
+    assert httpx.post(base + "/admin/faults", json={"rules": [rule]}).status_code == 422
     set_faults(base, {"action": "view.*", "fault": "captcha", "times": 2})
     rules = httpx.get(base + "/admin/faults").json()["rules"]
     assert rules[0]["fault"] == "captcha" and rules[0]["times"] == 2 and rules[0]["fired"] == 0

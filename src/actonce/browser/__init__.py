@@ -2,14 +2,17 @@
 
 A session is bound to one actor (expected origin and username). Effects
 made from it expose the runner's shapes — ``precondition() -> bool``,
-``perform() -> None`` (at most once), ``verify() -> Verdict`` (read-only),
-``evidence(label) -> str | None`` — plus ``kind`` and ``payload``::
+``perform() -> dict`` (at most once; the wire evidence), ``verify() ->
+Verdict`` (read-only), ``evidence(label) -> str | None`` — plus ``kind``
+and ``payload``. During a perform the network guard (``_wire``) lets one
+mutating request leave the browser, once: a browser's own resend of a POST
+whose connection died without an answer cannot happen (issue 15)::
 
     with Browser() as browser:
         session = browser.new_session("http://127.0.0.1:8765", "alice")
         session.login("alice-password")
         effect = session.post_effect("Hello")
-        effect.perform()
+        print(effect.perform())   # {"wire": [...], "sent": 1, "refused": 0}
         print(effect.verify())
 
 ``Browser``/``BrowserSession``/``Effect`` are the sync twins of

@@ -24,9 +24,14 @@ DEFAULT_ARGS: tuple[str, ...] = (
 
 
 def _playwright_chromium() -> str | None:
-    root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or str(Path.home() / ".cache" / "ms-playwright")
-    patterns = ("chromium-*/chrome-linux*/chrome", "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
-                "chromium-*/chrome-win*/chrome.exe")
+    root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or str(
+        Path.home() / ".cache" / "ms-playwright"
+    )
+    patterns = (
+        "chromium-*/chrome-linux*/chrome",
+        "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
+        "chromium-*/chrome-win*/chrome.exe",
+    )
     for pattern in patterns:
         found = sorted(glob.glob(os.path.join(root, pattern)), reverse=True)
         if found:
@@ -49,8 +54,12 @@ def find_chromium() -> str:
         if os.access(explicit, os.X_OK):
             return explicit
         raise BrowserNotFound(f"ACTONCE_CHROMIUM={explicit!r} is not an executable file")
-    candidates = [_playwright_chromium(), "/usr/bin/chromium",
-                  shutil.which("chromium"), shutil.which("chromium-browser")]
+    candidates = [
+        _playwright_chromium(),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ]
     for path in candidates:
         if path and os.access(path, os.X_OK):
             return path

@@ -43,6 +43,12 @@ _CARDS = """els => els.map(e => {
 })"""
 
 
+def _counted(session: AsyncBrowserSession, prefix: str, ids: list[int]) -> Confirmed:
+    """Every match, counted: more than one is a duplicate, never a silent success."""
+    refs = tuple(session.url(f"{prefix}/{i}") for i in ids)
+    return Confirmed(refs[0], count=len(refs), refs=refs)
+
+
 def _path(url_or_path: str) -> str:
     return urlsplit(url_or_path).path.rstrip("/") or "/"
 
@@ -64,13 +70,15 @@ class PostEffect(SiteEffect):
     """Publish a post, or a reply when ``parent`` (a post URL) is given.
 
     Verified by search: exactly this author, normalized text, media count and
-    type, alt text and parent; the canonical post URL is the result_ref.
+    type, alt text and parent; the canonical post URL is the result_ref, and
+    every match is counted (``Confirmed.count``, ``refs``: oldest first).
     """
 
     kind = "post"
 
-    def __init__(self, author: str, text: str, *, media: Media | None = None,
-                 parent: str | None = None) -> None:
+    def __init__(
+        self, author: str, text: str, *, media: Media | None = None, parent: str | None = None
+    ) -> None:
         if not normalize_text(text):
             raise UsageError("a post needs text")
         self.author = author
@@ -81,14 +89,22 @@ class PostEffect(SiteEffect):
             raise UsageError(f"parent must be a post URL, not {parent!r}")
 
     def payload(self) -> dict[str, Any]:
-        media = None if self.media is None else {"type": self.media.type, "name": self.media.name,
-                                                 "alt": self.media.alt}
+        media = (
+            None
+            if self.media is None
+            else {"type": self.media.type, "name": self.media.name, "alt": self.media.alt}
+        )
         return {"author": self.author, "text": self.text, "media": media, "parent": self.parent}
 
     async def precondition(self, session: AsyncBrowserSession) -> bool:
         if self.parent is not None:
             await session.goto(self.parent)
-            if await session.page.locator(f'[data-testid="post"][data-post-id="{self.parent.rsplit("/", 1)[1]}"]').count() < 1:
+            if (
+                await session.page.locator(
+                    f'[data-testid="post"][data-post-id="{self.parent.rsplit("/", 1)[1]}"]'
+                ).count()
+                < 1
+            ):
                 raise HardStop(f"parent {self.parent} does not resolve to a post")
         return True
 
@@ -109,15 +125,20 @@ class PostEffect(SiteEffect):
             "media_type": await page.get_by_test_id("media-type").input_value(),
             "media_name": await page.get_by_test_id("media-name").input_value(),
             "alt": await page.get_by_test_id("alt-text").input_value(),
-            "parent": _path(await page.get_by_test_id("parent").input_value() or "") if self.parent
+            "parent": _path(await page.get_by_test_id("parent").input_value() or "")
+            if self.parent
             else await page.get_by_test_id("parent").input_value(),
         }
 
     def expected(self) -> Mapping[str, Any]:
         m = self.media
-        return {"text": self.text, "media_type": m.type if m else "",
-                "media_name": m.name if m else "", "alt": m.alt if m else "",
-                "parent": self.parent or ""}
+        return {
+            "text": self.text,
+            "media_type": m.type if m else "",
+            "media_name": m.name if m else "",
+            "alt": m.alt if m else "",
+            "parent": self.parent or "",
+        }
 
     def control(self, session: AsyncBrowserSession) -> Locator:
         return session.page.get_by_role("button", name="Publish", exact=True)
@@ -129,10 +150,12 @@ class PostEffect(SiteEffect):
         probe = self.text.splitlines()[0][:80]
         await session.goto("/search?" + urlencode({"author": self.author, "q": probe}))
         cards: list[dict[str, Any]] = await session.page.locator(
-            '[data-testid="results"] > [data-testid="post"]').evaluate_all(_CARDS)
+            '[data-testid="results"] > [data-testid="post"]'
+        ).evaluate_all(_CARDS)
         want_media = (1, self.media.type) if self.media else (0, "")
         matches = sorted(
-            c["id"] for c in cards
+            c["id"]
+            for c in cards
             if c["author"].strip() == self.author
             and normalize_text(c["text"]) == self.text
             and (c["media_count"], c["media_type"]) == want_media
@@ -141,7 +164,7 @@ class PostEffect(SiteEffect):
         )
         if not matches:
             return Absent()
-        return Confirmed(session.url(f"/posts/{matches[0]}"))
+        return _counted(session, "/posts", matches)
 
 
 class ToggleEffect(SiteEffect):
@@ -153,8 +176,16 @@ class ToggleEffect(SiteEffect):
 
     kind = "toggle"
 
-    def __init__(self, kind: str, page_path: str, test_id: str, on_label: str,
-                 off_label: str, want_on: bool, target: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        page_path: str,
+        test_id: str,
+        on_label: str,
+        off_label: str,
+        want_on: bool,
+        target: str,
+    ) -> None:
         self.kind = kind
         self.page_path = page_path
         self.test_id = test_id
@@ -196,14 +227,20 @@ class ToggleEffect(SiteEffect):
 
     async def confirm(self, session: AsyncBrowserSession) -> None:
         goal = self.on_label if self.want_on else self.off_label
-        await session.page.get_by_test_id(self.test_id).filter(has_text=goal).wait_for(
-            timeout=session.confirm_timeout * 1000)
+        await (
+            session.page.get_by_test_id(self.test_id)
+            .filter(has_text=goal)
+            .wait_for(timeout=session.confirm_timeout * 1000)
+        )
 
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         await session.goto(self.page_path)
         state = await self._state(session)
         if (state == self.on_label) == self.want_on:
-            return Confirmed(session.url(self.page_path))
+            # A two-state control shows a state, not a number of presses: one
+            # match (the sandbox's toggle events count the presses).
+            url = session.url(self.page_path)
+            return Confirmed(url, count=1, refs=(url,))
         return Absent()
 
 
@@ -213,23 +250,32 @@ def like(post: str, *, liked: bool = True) -> ToggleEffect:
     if not _POST_URL.search(path):
         raise UsageError(f"not a post URL: {post!r}")
     post_id = path.rsplit("/", 1)[1]
-    return ToggleEffect("like" if liked else "unlike", path, f"like-{post_id}", "Unlike", "Like",
-                        liked, path)
+    return ToggleEffect(
+        "like" if liked else "unlike", path, f"like-{post_id}", "Unlike", "Like", liked, path
+    )
 
 
 def follow(user: str, *, following: bool = True) -> ToggleEffect:
     """Follow (or unfollow) a user by name."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", user):
         raise UsageError(f"not a user name: {user!r}")
-    return ToggleEffect("follow" if following else "unfollow", f"/u/{user}", f"follow-{user}",
-                        "Following", "Follow", following, user)
+    return ToggleEffect(
+        "follow" if following else "unfollow",
+        f"/u/{user}",
+        f"follow-{user}",
+        "Following",
+        "Follow",
+        following,
+        user,
+    )
 
 
 class InvoiceEffect(SiteEffect):
     """Create an invoice for an external reference (seed 001's example).
 
     Verified on ``/invoices?reference=``: a row with exactly this reference
-    and account; its invoice URL (with the stable id) is the result_ref.
+    and account; its invoice URL (with the stable id) is the result_ref, and
+    every such row is counted (``Confirmed.count``, ``refs``: oldest first).
     """
 
     kind = "invoice"
@@ -255,8 +301,10 @@ class InvoiceEffect(SiteEffect):
         await session.page.get_by_label("Amount").fill(str(self.amount))
 
     async def read_back(self, session: AsyncBrowserSession) -> Mapping[str, Any]:
-        return {"reference": await session.page.get_by_label("External reference").input_value(),
-                "amount": await session.page.get_by_label("Amount").input_value()}
+        return {
+            "reference": await session.page.get_by_label("External reference").input_value(),
+            "amount": await session.page.get_by_label("Amount").input_value(),
+        }
 
     def expected(self) -> Mapping[str, Any]:
         return {"reference": self.reference, "amount": str(self.amount)}
@@ -270,10 +318,14 @@ class InvoiceEffect(SiteEffect):
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         await session.goto("/invoices?" + urlencode({"reference": self.reference}))
         rows: list[dict[str, str]] = await session.page.get_by_test_id("invoice-row").evaluate_all(
-            "els => els.map(e => ({...e.dataset}))")
-        ids = sorted(int(r["invoiceId"]) for r in rows
-                     if r.get("reference") == self.reference and r.get("account") == self.account)
+            "els => els.map(e => ({...e.dataset}))"
+        )
+        ids = sorted(
+            int(r["invoiceId"])
+            for r in rows
+            if r.get("reference") == self.reference and r.get("account") == self.account
+        )
         if not ids:
             # Another account may use the same reference: that is not ours.
             return Absent()
-        return Confirmed(session.url(f"/invoices/{ids[0]}"))
+        return _counted(session, "/invoices", ids)

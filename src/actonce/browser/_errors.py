@@ -87,3 +87,9 @@ class StoppedAfterClick(OutcomeUnknown, HardStop):
 
     def __init__(self, reason: str) -> None:
         HardStop.__init__(self, reason)
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, at most 300 characters (for reasons)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -1,16 +1,10 @@
-"""The async core: ``AsyncBrowser``, ``AsyncBrowserSession``, ``AsyncEffect``.
+"""The async core: ``AsyncBrowser`` and ``AsyncBrowserSession``.
 
 A session is one browser context bound to one actor: an expected origin and
-an expected username. Every mutation goes through ``AsyncEffect.perform``:
-
-1. ``prepare`` (navigate, fill) — failures here raise ``NotPerformed``;
-2. ``preflight`` — origin, identity, no login/CAPTCHA/restriction/rate-limit
-   screen, the lease still held — any doubt raises ``HardStop``;
-3. read-back — the prepared state must equal the payload after
-   ``normalize``, else ``ReadBackMismatch`` (nothing is clicked);
-4. exactly one matching control, else ``HardStop``;
-5. one click, never retried; then the site's confirmation. Any failure from
-   the click on raises ``OutcomeUnknown``.
+an expected username. Every mutation goes through ``AsyncEffect.perform``
+(``_effect``): prepare, preflight, read-back, one control, the network guard
+(``_wire``), one click, the site's confirmation — all of it bounded by the
+session's ``perform_timeout``.
 
 ``verify`` is read-only and never raises for the world's failures:
 navigation errors, timeouts and untrusted screens become ``Unavailable``.
@@ -19,12 +13,13 @@ The sync classes in ``_sync`` run this same code on a private event loop.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
@@ -32,20 +27,14 @@ from urllib.parse import urljoin, urlsplit
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
-from actonce import HardStop, Unavailable, UsageError, Verdict
+from actonce import HardStop, UsageError
 
 from ._discovery import DEFAULT_ARGS, find_chromium
-from ._errors import (
-    BrowserError,
-    NotPerformed,
-    OutcomeUnknown,
-    PageUnavailable,
-    ReadBackMismatch,
-    StoppedAfterClick,
-    StoppedBeforeClick,
-)
-from ._site import SiteEffect, normalize
+from ._effect import AsyncEffect
+from ._errors import BrowserError, PageUnavailable, first_line
+from ._site import SiteEffect
 from ._threads import next_thread_part
+from ._wire import origin_of
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser as PWBrowser
@@ -77,18 +66,29 @@ class Screens:
 
     The defaults fit the actonce sandbox and catch common generic cases
     (any password form is a login wall; reCAPTCHA/hCaptcha frames).
+
+    Args:
+        whoami: the one element that shows who is signed in.
+        whoami_attribute: read the identity from this attribute of that
+            element (e.g. ``"data-username"``) instead of its ``textContent``.
+            ``textContent`` is the text as the site wrote it, before CSS
+            (``text-transform: uppercase`` does not change it); surrounding
+            whitespace is stripped either way.
+        login, captcha, rate_limit, restricted: blocking screens.
     """
 
     def __init__(
         self,
         *,
         whoami: str = '[data-testid="whoami"]',
+        whoami_attribute: str | None = None,
         login: str = '[data-testid="login-form"], form:has(input[type="password"])',
         captcha: str = '[data-testid="captcha"], iframe[src*="captcha"], .g-recaptcha, .h-captcha',
         rate_limit: str = '[data-testid="rate-limit"]',
         restricted: str = '[data-testid="restricted"]',
     ) -> None:
         self.whoami = whoami
+        self.whoami_attribute = whoami_attribute
         self.blocking = {
             "login wall": login,
             "CAPTCHA screen": captcha,
@@ -96,15 +96,20 @@ class Screens:
             "restriction screen": restricted,
         }
 
+    def describe_whoami(self) -> str:
+        """Where the identity is read from, for messages."""
+        what = f"attribute {self.whoami_attribute!r}" if self.whoami_attribute else "textContent"
+        return f"the {what} of {self.whoami!r}"
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
+
+_CONFIGURE = "configure Screens(whoami=..., whoami_attribute=...) for this site"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+def _checked_origin(origin: str) -> str:
+    normalized = origin_of(origin)
+    if not normalized.startswith(("http://", "https://")) or normalized.endswith("://"):
+        raise UsageError(f"origin must be http(s)://host[:port], not {origin!r}")
+    return normalized
 
 
 class AsyncBrowserSession:
@@ -118,8 +123,16 @@ class AsyncBrowserSession:
         lease_ok: called before every mutation; False means the worker lost
             its lease and must stop.
         timeout: navigation and action timeout, seconds.
-        confirm_timeout: how long ``perform`` waits for a confirmation.
+        confirm_timeout: how long ``perform`` waits for a confirmation,
+            seconds (a custom ``SiteEffect.confirm`` included).
         screens: selectors for identity and blocking screens.
+        perform_timeout: the bound of one whole ``perform``, seconds; past
+            it the perform ends at once (``NotPerformed`` before the click,
+            ``OutcomeUnknown`` after). Default: ``2 * timeout +
+            confirm_timeout`` (form load, click, confirmation). Keep it below
+            the ledger's lease.
+        allow_origins: other origins (``https://host[:port]``) whose mutating
+            requests may pass during a perform; every other one is refused.
     """
 
     def __init__(
@@ -133,23 +146,32 @@ class AsyncBrowserSession:
         timeout: float = 10.0,
         confirm_timeout: float = 10.0,
         screens: Screens | None = None,
+        perform_timeout: float | None = None,
+        allow_origins: Sequence[str] = (),
         _owned: BrowserContext | None = None,
     ) -> None:
         if not username:
             raise UsageError("a browser session needs the expected username")
         self.page = page
-        self.origin = _origin(origin)
-        if not self.origin.startswith(("http://", "https://")):
-            raise UsageError(f"origin must be http(s)://host[:port], not {origin!r}")
+        self.origin = _checked_origin(origin)
         self.username = username
         self.lease_ok = lease_ok
         self.timeout = timeout
         self.confirm_timeout = confirm_timeout
+        self.perform_timeout = (
+            2 * timeout + confirm_timeout if perform_timeout is None else perform_timeout
+        )
+        if min(timeout, confirm_timeout, self.perform_timeout) <= 0:
+            raise UsageError("timeout, confirm_timeout and perform_timeout must be positive")
+        self.allow_origins = frozenset(_checked_origin(o) for o in allow_origins)
         self.screens = screens or Screens()
         self._evidence_dir = Path(evidence_dir) if evidence_dir is not None else None
         self._evidence_seq = 0
         self._owned = _owned
         self._last_status: int | None = None
+        # Only for measuring what the guard costs (benchmarks/browser.py): an
+        # unguarded perform can be resent by the browser (issue 15).
+        self._network_guard = True
         page.set_default_timeout(timeout * 1000)
         page.set_default_navigation_timeout(timeout * 1000)
 
@@ -158,8 +180,8 @@ class AsyncBrowserSession:
     def url(self, path: str) -> str:
         """Absolute URL of a path on the expected origin (other origins refused)."""
         url = urljoin(self.origin + "/", path)
-        if _origin(url) != self.origin:
-            raise HardStop(f"refusing to leave the expected origin for {_origin(url)}")
+        if origin_of(url) != self.origin:
+            raise HardStop(f"refusing to leave the expected origin for {origin_of(url)}")
         return url
 
     async def goto(self, path: str, *, timeout: float | None = None) -> Response | None:
@@ -173,7 +195,9 @@ class AsyncBrowserSession:
         try:
             response = await self.page.goto(url, timeout=(timeout or self.timeout) * 1000)
         except PlaywrightError as exc:
-            raise PageUnavailable(f"could not load {urlsplit(url).path}: {_first_line(exc)}") from exc
+            raise PageUnavailable(
+                f"could not load {urlsplit(url).path}: {first_line(exc)}"
+            ) from exc
         self._last_status = response.status if response is not None else None
         if response is not None and response.status >= 500:
             raise PageUnavailable(f"{urlsplit(url).path} answered HTTP {response.status}")
@@ -183,11 +207,36 @@ class AsyncBrowserSession:
         return response
 
     async def whoami(self) -> str | None:
-        """The signed-in identity the page shows; None if not exactly one marker."""
+        """The signed-in identity the page shows; None if not exactly one marker.
+
+        Read as the site means it: the marker's ``textContent`` (not the
+        rendered text, which CSS may transform), or ``Screens.whoami_attribute``.
+        """
+        count, who = await self._identity()
+        return who if count == 1 else None
+
+    async def _identity(self) -> tuple[int, str | None]:
         marker = self.page.locator(self.screens.whoami)
-        if await marker.count() != 1:
-            return None
-        return (await marker.inner_text()).strip()
+        count = await marker.count()
+        if count != 1:
+            return count, None
+        attribute = self.screens.whoami_attribute
+        value = await marker.get_attribute(attribute) if attribute else await marker.text_content()
+        return 1, (value or "").strip()
+
+    def _identity_problem(self, count: int, who: str | None) -> str | None:
+        where = self.screens.describe_whoami()
+        if count != 1:
+            return (
+                f"signed-in identity is not shown exactly once: {count} elements match "
+                f"{self.screens.whoami!r} ({_CONFIGURE})"
+            )
+        if who != self.username:
+            return (
+                f"signed in as {who!r}, not {self.username!r} (read from {where}; "
+                f"{_CONFIGURE} if that is not where it shows the user)"
+            )
+        return None
 
     async def check_page(self) -> None:
         """Origin, blocking screens and identity of the current page.
@@ -195,37 +244,39 @@ class AsyncBrowserSession:
         Raises:
             HardStop: with the reason.
         """
-        if _origin(self.page.url) != self.origin:
-            raise HardStop(f"page is on {_origin(self.page.url)!r}, not {self.origin!r}")
+        if origin_of(self.page.url) != self.origin:
+            raise HardStop(f"page is on {origin_of(self.page.url)!r}, not {self.origin!r}")
         if self._last_status == 429:
             raise HardStop("rate-limit screen (HTTP 429)")
         try:
             for reason, selector in self.screens.blocking.items():
                 if await self.page.locator(selector).count():
                     raise HardStop(f"{reason} is visible")
-            who = await self.whoami()
+            count, who = await self._identity()
         except PlaywrightError as exc:
-            raise HardStop(f"page could not be inspected: {_first_line(exc)}") from exc
-        if who is None:
-            raise HardStop("signed-in identity is not shown exactly once")
-        if who != self.username:
-            raise HardStop(f"signed in as {who!r}, not {self.username!r}")
+            raise HardStop(f"page could not be inspected: {first_line(exc)}") from exc
+        problem = self._identity_problem(count, who)
+        if problem is not None:
+            raise HardStop(problem)
 
-    async def blocking_screen(self) -> str | None:
+    async def blocking_screen(self, *, timeout: float = 2.0) -> str | None:
         """What blocks the current page (login, CAPTCHA, rate limit, another
-        identity), or None. Never raises: for reading the page after a click."""
+        identity), or None. Never raises, never waits longer than ``timeout``
+        seconds (a page still loading is not a wall): for reading the page
+        after a click."""
         try:
-            for reason, selector in self.screens.blocking.items():
-                if await self.page.locator(selector).count():
-                    return f"{reason} is visible"
-            if self._last_status == 429:
-                return "rate-limit screen (HTTP 429)"
-            who = await self.whoami()
-        except PlaywrightError:
+            return await asyncio.wait_for(self._blocking_screen(), max(0.001, timeout))
+        except (PlaywrightError, TimeoutError):
             return None
-        if who is not None and who != self.username:
-            return f"signed in as {who!r}, not {self.username!r}"
-        return None
+
+    async def _blocking_screen(self) -> str | None:
+        for reason, selector in self.screens.blocking.items():
+            if await self.page.locator(selector).count():
+                return f"{reason} is visible"
+        if self._last_status == 429:
+            return "rate-limit screen (HTTP 429)"
+        count, who = await self._identity()
+        return self._identity_problem(1, who) if count == 1 else None
 
     async def preflight(self) -> None:
         """The checks before every mutation; any doubt raises ``HardStop``."""
@@ -245,7 +296,7 @@ class AsyncBrowserSession:
             async with self.page.expect_navigation():
                 await self.page.get_by_role("button", name="Sign in").click()
         except PlaywrightError as exc:
-            raise PageUnavailable(f"login failed: {_first_line(exc)}") from exc
+            raise PageUnavailable(f"login failed: {first_line(exc)}") from exc
         await self.check_page()
 
     async def goto_unchecked(self, path: str) -> None:
@@ -253,7 +304,7 @@ class AsyncBrowserSession:
         try:
             await self.page.goto(self.url(path))
         except PlaywrightError as exc:
-            raise PageUnavailable(_first_line(exc)) from exc
+            raise PageUnavailable(first_line(exc)) from exc
 
     # -- evidence -----------------------------------------------------------
 
@@ -264,18 +315,39 @@ class AsyncBrowserSession:
             self._evidence_dir = Path(tempfile.mkdtemp(prefix="actonce-evidence-"))
         return self._evidence_dir
 
-    async def capture_evidence(self, label: str) -> str:
+    async def capture_evidence(self, label: str, *, files: Mapping[str, str] | None = None) -> str:
         """Write a full-page screenshot and the page HTML; return their directory.
 
         The directory is ``<evidence_dir>/<nnn>-<label>`` with ``screenshot.png``,
-        ``page.html`` and ``meta.json``. Password and token-like input values
-        are stripped, cookie values are redacted from the HTML, the URL is
-        recorded without query or fragment, cookies are never written.
+        ``page.html`` and ``meta.json`` (and ``files``: name -> text, written
+        first). Password and token-like input values are stripped, cookie
+        values are redacted from the HTML, the URL is recorded without query
+        or fragment, cookies are never written.
+
+        Raises:
+            PageUnavailable: the page could not be captured.
         """
+        target, error = await self._capture(label, files or {})
+        if error is not None:
+            raise PageUnavailable(f"evidence capture failed: {error}")
+        return target
+
+    async def _capture(self, label: str, files: Mapping[str, str]) -> tuple[str, str | None]:
+        """``capture_evidence`` that reports a page failure instead of raising."""
         self._evidence_seq += 1
         name = _SAFE.sub("_", label).strip("._")[:60] or "evidence"
         target = self.evidence_dir / f"{self._evidence_seq:03d}-{name}"
         target.mkdir(parents=True, exist_ok=True)
+        for file_name, text in files.items():
+            (target / _SAFE.sub("_", file_name)).write_text(text, encoding="utf-8")
+        parts = urlsplit(self.page.url)
+        meta: dict[str, object] = {
+            "label": label,
+            "url": f"{parts.scheme}://{parts.netloc}{parts.path}",
+            "actor": self.username,
+            "captured_at": time.time(),
+        }
+        error: str | None = None
         try:
             html = str(await self.page.evaluate(_SANITIZED_HTML))
             for cookie in await self.page.context.cookies():
@@ -284,13 +356,11 @@ class AsyncBrowserSession:
                     html = html.replace(value, "[redacted]")
             await self.page.screenshot(path=str(target / "screenshot.png"), full_page=True)
         except PlaywrightError as exc:
-            raise PageUnavailable(f"evidence capture failed: {_first_line(exc)}") from exc
-        (target / "page.html").write_text(html, encoding="utf-8")
-        parts = urlsplit(self.page.url)
-        meta = {"label": label, "url": f"{parts.scheme}://{parts.netloc}{parts.path}",
-                "actor": self.username, "captured_at": time.time()}
+            error = meta["page_error"] = first_line(exc)
+        else:
+            (target / "page.html").write_text(html, encoding="utf-8")
         (target / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        return str(target)
+        return str(target), error
 
     # -- effects ------------------------------------------------------------
 
@@ -298,8 +368,9 @@ class AsyncBrowserSession:
         """Bind a site effect to this session."""
         return AsyncEffect(self, site_effect)
 
-    def post_effect(self, text: str, *, media: Media | None = None,
-                    parent: str | None = None) -> AsyncEffect:
+    def post_effect(
+        self, text: str, *, media: Media | None = None, parent: str | None = None
+    ) -> AsyncEffect:
         """Publish a post (or a reply to the ``parent`` post URL) as this actor."""
         from ._effects import PostEffect
 
@@ -323,8 +394,9 @@ class AsyncBrowserSession:
 
         return self.effect(InvoiceEffect(self.username, reference, amount))
 
-    def thread_effect(self, parts: Sequence[str], verified: Sequence[str], *,
-                      root_parent: str | None = None) -> AsyncEffect | None:
+    def thread_effect(
+        self, parts: Sequence[str], verified: Sequence[str], *, root_parent: str | None = None
+    ) -> AsyncEffect | None:
         """The effect for the next unverified thread part (None when done).
 
         ``verified`` holds the canonical URLs of the parts already verified, in
@@ -341,96 +413,6 @@ class AsyncBrowserSession:
                 await owned.close()
 
 
-class AsyncEffect:
-    """A site effect bound to a session, in the runner's shapes.
-
-    ``precondition() -> bool``, ``perform() -> None`` (at most once),
-    ``verify() -> Verdict`` (read-only, repeatable), ``evidence(label)``.
-    """
-
-    def __init__(self, session: AsyncBrowserSession, site: SiteEffect) -> None:
-        self.session = session
-        self.site = site
-        self.kind = site.kind
-        self.payload = site.payload()
-        self._performed = False
-
-    async def precondition(self) -> bool:
-        """The site's precondition, then a preflight of the page it left."""
-        try:
-            ok = await self.site.precondition(self.session)
-        except PlaywrightError as exc:
-            raise PageUnavailable(_first_line(exc)) from exc
-        await self.session.preflight()
-        return ok
-
-    async def perform(self) -> None:
-        """Prepare, preflight, read back, click once. Never retried.
-
-        Raises:
-            HardStop: preflight doubt, ambiguous control (nothing clicked).
-            ReadBackMismatch: the form does not hold the payload (nothing clicked).
-            NotPerformed: preparation failed (nothing clicked).
-            OutcomeUnknown: the click was sent; its outcome is not confirmed.
-        """
-        if self._performed:
-            raise UsageError("perform() runs at most once per effect object")
-        self._performed = True
-        s = self.session
-        try:
-            await self.site.prepare(s)
-            await s.preflight()
-            actual = normalize(await self.site.read_back(s))
-            expected = normalize(self.site.expected())
-            control = self.site.control(s)
-            count = await control.count()
-        except PlaywrightError as exc:
-            raise NotPerformed(f"preparation failed: {_first_line(exc)}") from exc
-        except PageUnavailable as exc:
-            raise NotPerformed(f"preparation failed: {exc}") from exc
-        except ReadBackMismatch:
-            raise
-        except HardStop as exc:
-            raise StoppedBeforeClick(exc.reason) from exc
-        for name, want in expected.items():
-            if actual.get(name) != want:
-                raise ReadBackMismatch(name, want, actual.get(name))
-        if count != 1:
-            raise StoppedBeforeClick(
-                f"{count} controls match the {self.kind} control; need exactly one"
-            )
-        if s.lease_ok is not None and not s.lease_ok():
-            raise StoppedBeforeClick("the worker no longer holds its lease")
-        # The boundary: from the click on, the effect may have happened.
-        try:
-            await control.click()
-            await self.site.confirm(s)
-        except (PlaywrightError, BrowserError) as exc:
-            why = f"{self.kind}: no confirmation after the click: {_first_line(exc)}"
-            wall = await s.blocking_screen()
-            if wall is not None:
-                # A wall answered the submit: the run must stop (no further
-                # mutations), and whether the effect happened is still unknown.
-                raise StoppedAfterClick(f"{wall} answered the submit; {why}") from exc
-            raise OutcomeUnknown(why) from exc
-
-    async def verify(self) -> Verdict:
-        """Read-only check; the world's failures become ``Unavailable``."""
-        try:
-            return await self.site.verify(self.session)
-        except HardStop as exc:
-            return Unavailable(f"cannot check: {exc.reason}")
-        except (PlaywrightError, BrowserError) as exc:
-            return Unavailable(f"cannot check: {_first_line(exc) if isinstance(exc, PlaywrightError) else exc}")
-
-    async def evidence(self, label: str) -> str | None:
-        """Screenshot + HTML of the current page; None if that failed."""
-        try:
-            return await self.session.capture_evidence(f"{self.kind}-{label}")
-        except (BrowserError, OSError):
-            return None
-
-
 class AsyncBrowser:
     """A launched Chromium that hands out one context per session."""
 
@@ -439,8 +421,13 @@ class AsyncBrowser:
         self._browser = browser
 
     @classmethod
-    async def launch(cls, *, headed: bool = False, executable_path: str | None = None,
-                     args: tuple[str, ...] = DEFAULT_ARGS) -> AsyncBrowser:
+    async def launch(
+        cls,
+        *,
+        headed: bool = False,
+        executable_path: str | None = None,
+        args: tuple[str, ...] = DEFAULT_ARGS,
+    ) -> AsyncBrowser:
         """Start Chromium (headless unless ``headed``).
 
         Raises:
@@ -450,25 +437,54 @@ class AsyncBrowser:
         path = executable_path or find_chromium()
         pw = await async_playwright().start()
         try:
-            browser = await pw.chromium.launch(executable_path=path, headless=not headed,
-                                               args=list(args))
+            browser = await pw.chromium.launch(
+                executable_path=path, headless=not headed, args=list(args)
+            )
         except PlaywrightError as exc:
             await pw.stop()
-            raise BrowserError(f"could not launch {path}: {_first_line(exc)}") from exc
+            raise BrowserError(f"could not launch {path}: {first_line(exc)}") from exc
         return cls(pw, browser)
 
-    async def new_session(self, origin: str, username: str, *,
-                          evidence_dir: str | Path | None = None,
-                          lease_ok: Callable[[], bool] | None = None,
-                          timeout: float = 10.0, confirm_timeout: float = 10.0,
-                          screens: Screens | None = None) -> AsyncBrowserSession:
-        """A fresh context (own cookies) bound to one actor."""
-        context = await self._browser.new_context(viewport={"width": 1100, "height": 800})
-        page = await context.new_page()
-        return AsyncBrowserSession(page, origin=origin, username=username,
-                                   evidence_dir=evidence_dir, lease_ok=lease_ok, timeout=timeout,
-                                   confirm_timeout=confirm_timeout, screens=screens,
-                                   _owned=context)
+    async def new_session(
+        self,
+        origin: str,
+        username: str,
+        *,
+        evidence_dir: str | Path | None = None,
+        lease_ok: Callable[[], bool] | None = None,
+        timeout: float = 10.0,
+        confirm_timeout: float = 10.0,
+        screens: Screens | None = None,
+        perform_timeout: float | None = None,
+        allow_origins: Sequence[str] = (),
+    ) -> AsyncBrowserSession:
+        """A fresh context (own cookies, service workers blocked) bound to one actor.
+
+        Service workers are blocked so that the network guard sees every
+        request the pages make (a worker's fetches bypass page routes).
+        """
+        context = await self._browser.new_context(
+            viewport={"width": 1100, "height": 800}, service_workers="block"
+        )
+        try:
+            page = await context.new_page()
+            return AsyncBrowserSession(
+                page,
+                origin=origin,
+                username=username,
+                evidence_dir=evidence_dir,
+                lease_ok=lease_ok,
+                timeout=timeout,
+                confirm_timeout=confirm_timeout,
+                screens=screens,
+                perform_timeout=perform_timeout,
+                allow_origins=allow_origins,
+                _owned=context,
+            )
+        except BaseException:
+            with contextlib.suppress(PlaywrightError):
+                await context.close()
+            raise
 
     async def aclose(self) -> None:
         """Close Chromium and the Playwright driver."""
@@ -482,5 +498,3 @@ class AsyncBrowser:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-

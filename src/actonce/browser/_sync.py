@@ -32,8 +32,9 @@ T = TypeVar("T")
 class _LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="actonce-browser",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="actonce-browser", daemon=True
+        )
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -68,9 +69,18 @@ class Effect:
         """See ``AsyncEffect.precondition``."""
         return self._loop.run(self._inner.precondition())
 
-    def perform(self) -> None:
-        """See ``AsyncEffect.perform``: at most once, never retried."""
-        self._loop.run(self._inner.perform())
+    @property
+    def wire(self) -> list[dict[str, Any]]:
+        """See ``AsyncEffect.wire``: the wire records of the perform."""
+        return self._inner.wire
+
+    def details(self) -> dict[str, Any]:
+        """See ``AsyncEffect.details``."""
+        return self._inner.details()
+
+    def perform(self) -> dict[str, Any]:
+        """See ``AsyncEffect.perform``: at most once, never retried; the wire evidence."""
+        return self._loop.run(self._inner.perform())
 
     def verify(self) -> Verdict:
         """See ``AsyncEffect.verify``: read-only, never raises for the world."""
@@ -87,15 +97,23 @@ class BrowserSession:
     Make one with ``Browser.new_session`` or ``BrowserSession.launch``.
     """
 
-    def __init__(self, loop: _LoopThread, inner: AsyncBrowserSession,
-                 owner: Browser | None = None) -> None:
+    def __init__(
+        self, loop: _LoopThread, inner: AsyncBrowserSession, owner: Browser | None = None
+    ) -> None:
         self._loop = loop
         self._inner = inner
         self._owner = owner
 
     @classmethod
-    def launch(cls, origin: str, username: str, *, headed: bool = False,
-               executable_path: str | None = None, **kwargs: Any) -> BrowserSession:
+    def launch(
+        cls,
+        origin: str,
+        username: str,
+        *,
+        headed: bool = False,
+        executable_path: str | None = None,
+        **kwargs: Any,
+    ) -> BrowserSession:
         """Launch a private Chromium for one session; ``close`` stops it."""
         browser = Browser(headed=headed, executable_path=executable_path)
         try:
@@ -154,8 +172,9 @@ class BrowserSession:
         """Bind a site effect to this session."""
         return Effect(self._loop, self._inner.effect(site_effect))
 
-    def post_effect(self, text: str, *, media: Media | None = None,
-                    parent: str | None = None) -> Effect:
+    def post_effect(
+        self, text: str, *, media: Media | None = None, parent: str | None = None
+    ) -> Effect:
         """See ``AsyncBrowserSession.post_effect``."""
         return Effect(self._loop, self._inner.post_effect(text, media=media, parent=parent))
 
@@ -171,8 +190,9 @@ class BrowserSession:
         """See ``AsyncBrowserSession.invoice_effect``."""
         return Effect(self._loop, self._inner.invoice_effect(reference, amount))
 
-    def thread_effect(self, parts: Sequence[str], verified: Sequence[str], *,
-                      root_parent: str | None = None) -> Effect | None:
+    def thread_effect(
+        self, parts: Sequence[str], verified: Sequence[str], *, root_parent: str | None = None
+    ) -> Effect | None:
         """The effect for the next unverified thread part (None when done)."""
         part = next_thread_part(parts, verified, root_parent=root_parent)
         return None if part is None else self.post_effect(part.text, parent=part.parent)
@@ -187,8 +207,12 @@ class BrowserSession:
     def __enter__(self) -> BrowserSession:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
@@ -201,26 +225,50 @@ class Browser:
         args: Chromium flags.
     """
 
-    def __init__(self, *, headed: bool = False, executable_path: str | None = None,
-                 args: tuple[str, ...] = DEFAULT_ARGS) -> None:
+    def __init__(
+        self,
+        *,
+        headed: bool = False,
+        executable_path: str | None = None,
+        args: tuple[str, ...] = DEFAULT_ARGS,
+    ) -> None:
         self._loop = _LoopThread()
         try:
-            self._inner = self._loop.run(AsyncBrowser.launch(
-                headed=headed, executable_path=executable_path, args=args))
+            self._inner = self._loop.run(
+                AsyncBrowser.launch(headed=headed, executable_path=executable_path, args=args)
+            )
         except BaseException:
             self._loop.close()
             raise
         self._closed = False
 
-    def new_session(self, origin: str, username: str, *,
-                    evidence_dir: str | Path | None = None,
-                    lease_ok: Callable[[], bool] | None = None, timeout: float = 10.0,
-                    confirm_timeout: float = 10.0,
-                    screens: Screens | None = None) -> BrowserSession:
-        """A fresh context (own cookies) bound to one actor."""
-        inner = self._loop.run(self._inner.new_session(
-            origin, username, evidence_dir=evidence_dir, lease_ok=lease_ok, timeout=timeout,
-            confirm_timeout=confirm_timeout, screens=screens))
+    def new_session(
+        self,
+        origin: str,
+        username: str,
+        *,
+        evidence_dir: str | Path | None = None,
+        lease_ok: Callable[[], bool] | None = None,
+        timeout: float = 10.0,
+        confirm_timeout: float = 10.0,
+        screens: Screens | None = None,
+        perform_timeout: float | None = None,
+        allow_origins: Sequence[str] = (),
+    ) -> BrowserSession:
+        """A fresh context (own cookies, service workers blocked) bound to one actor."""
+        inner = self._loop.run(
+            self._inner.new_session(
+                origin,
+                username,
+                evidence_dir=evidence_dir,
+                lease_ok=lease_ok,
+                timeout=timeout,
+                confirm_timeout=confirm_timeout,
+                screens=screens,
+                perform_timeout=perform_timeout,
+                allow_origins=allow_origins,
+            )
+        )
         return BrowserSession(self._loop, inner)
 
     def close(self) -> None:
@@ -236,6 +284,10 @@ class Browser:
     def __enter__(self) -> Browser:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

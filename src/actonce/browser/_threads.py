@@ -33,8 +33,9 @@ class ThreadPart:
     parent: str | None
 
 
-def next_thread_part(parts: Sequence[str], verified: Sequence[str], *,
-                     root_parent: str | None = None) -> ThreadPart | None:
+def next_thread_part(
+    parts: Sequence[str], verified: Sequence[str], *, root_parent: str | None = None
+) -> ThreadPart | None:
     """The next part to publish, or None when every part is verified.
 
     Args:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from actonce import EffectRecord, Ledger, Registry, Status
 from actonce.browser import Browser
-from actonce.sandbox import Fault, FaultRule, SandboxServer
+from actonce.sandbox import Fault, FaultRule, LostMode, SandboxServer
 
 from ._agent import Agent
 from ._intents import Intent, build_batch, quality_gate
@@ -76,15 +76,26 @@ class DemoReport:
     def to_json(self) -> dict[str, Any]:
         """The report as one JSON object (the last line of ``--json``)."""
         return {
-            "intents": self.intents, "intents_done": self.intents_done, "effects": self.effects,
-            "observed": self.observed, "duplicates": len(self.duplicates),
-            "duplicate_details": self.duplicates, "confirmed": self.confirmed,
-            "replanned": len(self.replanned), "needs_review": len(self.needs_review),
-            "needs_review_details": self.needs_review, "hard_stops": len(self.hard_stops),
-            "hard_stop_details": self.hard_stops, "quality_skips": len(self.quality_skips),
-            "unresolved": len(self.unresolved), "kills": len(self.kills),
-            "kill_details": self.kills, "faults_fired": self.faults_fired,
-            "rounds": self.rounds, "wall_s": round(self.wall_s, 1), "workdir": self.workdir,
+            "intents": self.intents,
+            "intents_done": self.intents_done,
+            "effects": self.effects,
+            "observed": self.observed,
+            "duplicates": len(self.duplicates),
+            "duplicate_details": self.duplicates,
+            "confirmed": self.confirmed,
+            "replanned": len(self.replanned),
+            "needs_review": len(self.needs_review),
+            "needs_review_details": self.needs_review,
+            "hard_stops": len(self.hard_stops),
+            "hard_stop_details": self.hard_stops,
+            "quality_skips": len(self.quality_skips),
+            "unresolved": len(self.unresolved),
+            "kills": len(self.kills),
+            "kill_details": self.kills,
+            "faults_fired": self.faults_fired,
+            "rounds": self.rounds,
+            "wall_s": round(self.wall_s, 1),
+            "workdir": self.workdir,
             "ledger": self.ledger,
         }
 
@@ -101,23 +112,43 @@ def fault_rules(batch: list[Intent], seed: int) -> list[FaultRule]:
     def on_post(fault: str, **kw: Any) -> None:
         if posts:
             target = posts.pop()
-            rules.append(FaultRule("post.create", Fault(fault), times=1, match={"text": target.text},
-                                   **kw))
+            rules.append(
+                FaultRule("post.create", Fault(fault), times=1, match={"text": target.text}, **kw)
+            )
 
-    on_post("lost_response")  # committed, connection dropped: verify, never re-click
+    # Committed, then the connection closed without a response byte: a browser
+    # resends such a POST by itself; the adapter's network guard sends it once.
+    on_post("lost_response", mode=LostMode.CLOSE)
+    on_post("lost_response")  # committed, dropped after the headers: verify, never re-click
     on_post("slow_response", seconds=7.0)  # slower than the client's confirmation timeout
     on_post("late_index", seconds=2.0)  # inside the settle window: confirmed
     on_post("late_index", seconds=60.0)  # beyond it: a human decides, never a second post
     on_post("error_after_commit")
     if invoices:
-        rules.append(FaultRule("invoice.create", Fault("error_before_commit"), times=1,
-                               match={"reference": invoices.pop().reference}))
+        rules.append(
+            FaultRule(
+                "invoice.create",
+                Fault("error_before_commit"),
+                times=1,
+                match={"reference": invoices.pop().reference},
+            )
+        )
     if invoices:
-        rules.append(FaultRule("invoice.create", Fault("lost_response"), times=1,
-                               match={"reference": invoices.pop().reference}))
+        rules.append(
+            FaultRule(
+                "invoice.create",
+                Fault("lost_response"),
+                times=1,
+                match={"reference": invoices.pop().reference},
+                mode=LostMode.RESET,  # committed, then a TCP reset: no response byte
+            )
+        )
     rules += [
-        FaultRule("like.toggle", Fault("lost_response"), times=1),
-        FaultRule("view.compose", Fault("editor_append"), times=1),  # read-back refuses: nothing sent
+        # A toggle resent by the browser would undo itself; the guard sends it once.
+        FaultRule("like.toggle", Fault("lost_response"), times=1, mode=LostMode.CLOSE),
+        FaultRule(
+            "view.compose", Fault("editor_append"), times=1
+        ),  # read-back refuses: nothing sent
         FaultRule("view.compose", Fault("captcha"), times=1),  # hard stop
         FaultRule("view.invoice_new", Fault("session_expired"), times=1),  # login wall: hard stop
         FaultRule("view.search", Fault("rate_limit"), times=1),  # verification unavailable: retried
@@ -126,8 +157,13 @@ def fault_rules(batch: list[Intent], seed: int) -> list[FaultRule]:
 
 
 class _Worker:
-    def __init__(self, name: str, proc: subprocess.Popen[str], kill_after: int | None,
-                 crash_point: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        proc: subprocess.Popen[str],
+        kill_after: int | None,
+        crash_point: str | None,
+    ) -> None:
         self.name = name
         self.proc = proc
         self.kill_after = kill_after
@@ -147,10 +183,15 @@ def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None)
     report = DemoReport(workdir=str(workdir), ledger=ledger_url)
 
     with SandboxServer(workdir / "sandbox.db", seed=cfg.seed) as server:
-        world = [server.db.create_post("carol", f"Welcome to the sandbox, post {n}", None,
-                                       None, None, None) for n in (1, 2, 3)]
-        batch = build_batch(cfg.intents, seed=cfg.seed,
-                            like_targets=[f"/posts/{pid}" for pid in world])
+        world = [
+            server.db.create_post(
+                "carol", f"Welcome to the sandbox, post {n}", None, None, None, None
+            )
+            for n in (1, 2, 3)
+        ]
+        batch = build_batch(
+            cfg.intents, seed=cfg.seed, like_targets=[f"/posts/{pid}" for pid in world]
+        )
         baseline = _observed(server.db.ground_truth())
         todo: list[Intent] = []
         for intent in batch:
@@ -163,14 +204,17 @@ def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None)
         by_id = {i.id: i for i in batch}
         if cfg.faults:
             server.sandbox.faults.configure(fault_rules(todo, cfg.seed), seed=cfg.seed)
-        progress(f"sandbox on {server.url}; {len(todo)} intents "
-                 f"({len(report.quality_skips)} turned down by the quality gate), "
-                 f"{cfg.workers} workers, faults {'on' if cfg.faults else 'off'}")
+        progress(
+            f"sandbox on {server.url}; {len(todo)} intents "
+            f"({len(report.quality_skips)} turned down by the quality gate), "
+            f"{cfg.workers} workers, faults {'on' if cfg.faults else 'off'}"
+        )
 
         with Ledger.open(ledger_url, create=True) as ledger, Browser(headed=cfg.headed) as browser:
             registry = Registry()
-            reconciler = Agent(ledger, browser, server.url, evidence_dir=evidence,
-                               run_id="demo-reconcile")
+            reconciler = Agent(
+                ledger, browser, server.url, evidence_dir=evidence, run_id="demo-reconcile"
+            )
             reconciler.register_verifiers(registry, by_id)
             ledger.registry = registry
             try:
@@ -181,8 +225,17 @@ def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None)
                         break
                     report.rounds = round_no
                     progress(f"round {round_no}: {len(pending)} intents to do")
-                    _round(cfg, round_no, pending, ledger_url, server.url, evidence, rng,
-                           report, progress)
+                    _round(
+                        cfg,
+                        round_no,
+                        pending,
+                        ledger_url,
+                        server.url,
+                        evidence,
+                        rng,
+                        report,
+                        progress,
+                    )
                 _finish(ledger, todo, progress)
             finally:
                 reconciler.close()
@@ -192,9 +245,17 @@ def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None)
     return report
 
 
-def _round(cfg: DemoConfig, round_no: int, pending: list[Intent], ledger_url: str, origin: str,
-           evidence: Path, rng: random.Random, report: DemoReport,
-           progress: Callable[[str], None]) -> None:
+def _round(
+    cfg: DemoConfig,
+    round_no: int,
+    pending: list[Intent],
+    ledger_url: str,
+    origin: str,
+    evidence: Path,
+    rng: random.Random,
+    report: DemoReport,
+    progress: Callable[[str], None],
+) -> None:
     config_dir = evidence.parent / "workers"
     config_dir.mkdir(parents=True, exist_ok=True)
     workers: list[_Worker] = []
@@ -203,20 +264,34 @@ def _round(cfg: DemoConfig, round_no: int, pending: list[Intent], ledger_url: st
     for n in range(cfg.workers):
         name = f"r{round_no}w{n}"
         path = config_dir / f"{name}.json"
-        path.write_text(json.dumps({
-            "ledger": ledger_url, "origin": origin, "intents": [intent_json(i) for i in pending],
-            "seed": cfg.seed * 1000 + round_no * 10 + n, "worker": name, "run_id": name,
-            "evidence_dir": str(evidence), "headed": cfg.headed,
-        }))
+        path.write_text(
+            json.dumps(
+                {
+                    "ledger": ledger_url,
+                    "origin": origin,
+                    "intents": [intent_json(i) for i in pending],
+                    "seed": cfg.seed * 1000 + round_no * 10 + n,
+                    "worker": name,
+                    "run_id": name,
+                    "evidence_dir": str(evidence),
+                    "headed": cfg.headed,
+                }
+            )
+        )
         env = dict(os.environ)
         crash_point = None
         if n == crashing and round_no == 1:
             crash_point = rng.choice(["after_perform", "after_mark_executing", "after_claim"])
-            env.update(ACTONCE_CRASH_AT=f"{crash_point}:{rng.randint(1, 3)}",
-                       ACTONCE_CRASH_MODE="kill")
-        proc = subprocess.Popen([sys.executable, "-m", "actonce.demo._worker", str(path)],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                env=env)
+            env.update(
+                ACTONCE_CRASH_AT=f"{crash_point}:{rng.randint(1, 3)}", ACTONCE_CRASH_MODE="kill"
+            )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "actonce.demo._worker", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         kill_after = rng.randint(2, 5) if n == victim else None
         workers.append(_Worker(name, proc, kill_after, crash_point))
     try:
@@ -228,8 +303,11 @@ def _round(cfg: DemoConfig, round_no: int, pending: list[Intent], ledger_url: st
             w.proc.wait()
     for w in workers:
         if w.proc.returncode == -signal.SIGKILL:
-            how = ("crash point " + w.crash_point) if w.crash_point and not w.killed else (
-                f"SIGKILL after {w.results} results")
+            how = (
+                ("crash point " + w.crash_point)
+                if w.crash_point and not w.killed
+                else (f"SIGKILL after {w.results} results")
+            )
             report.kills.append({"worker": w.name, "how": how})
             progress(f"{w.name} was killed ({how})")
         elif w.proc.returncode == EXIT_HARD_STOP:
@@ -266,8 +344,13 @@ def _note(result: dict[str, Any], report: DemoReport, progress: Callable[[str], 
     outcome = result.get("outcome")
     part = "" if result.get("part") is None else f" part {result['part'] + 1}"
     if outcome == "hard_stop":
-        report.hard_stops.append({"worker": result.get("worker"), "intent": result.get("intent"),
-                                  "reason": result.get("reason")})
+        report.hard_stops.append(
+            {
+                "worker": result.get("worker"),
+                "intent": result.get("intent"),
+                "reason": result.get("reason"),
+            }
+        )
     reason = f": {result['reason']}" if result.get("reason") and outcome != "completed" else ""
     progress(f"  {result.get('worker')} {result.get('intent')}{part} -> {outcome}{reason}")
 
@@ -275,8 +358,10 @@ def _note(result: dict[str, Any], report: DemoReport, progress: Callable[[str], 
 def _reconcile(ledger: Ledger, progress: Callable[[str], None]) -> None:
     report = ledger.reconcile()
     for r in report.results:
-        progress(f"  reconcile {r.key[:12]} -> {r.status.value if r.status else '-'}"
-                 + (f" ({r.reason})" if r.reason else ""))
+        progress(
+            f"  reconcile {r.key[:12]} -> {r.status.value if r.status else '-'}"
+            + (f" ({r.reason})" if r.reason else "")
+        )
 
 
 def _finish(ledger: Ledger, todo: list[Intent], progress: Callable[[str], None]) -> None:
@@ -288,8 +373,10 @@ def _finish(ledger: Ledger, todo: list[Intent], progress: Callable[[str], None])
         if not open_:
             return
         wait = max(0.5, min(r.lease_expires_at for r in open_) - ledger.clock.now() + 0.2)
-        progress(f"waiting for {len(open_)} open effect(s) of killed workers "
-                 f"(lease ends in {wait:.0f}s, then the settle window)")
+        progress(
+            f"waiting for {len(open_)} open effect(s) of killed workers "
+            f"(lease ends in {wait:.0f}s, then the settle window)"
+        )
         time.sleep(min(wait, 5.0))
 
 
@@ -307,14 +394,23 @@ def _observed(truth: dict[str, Any]) -> dict[str, int]:
     return {str(kind): int(n) for kind, n in truth["totals"].items()}
 
 
-def _summarize(report: DemoReport, ledger_url: str, todo: list[Intent], by_id: dict[str, Intent],
-               server: SandboxServer, baseline: dict[str, int]) -> None:
+def _summarize(
+    report: DemoReport,
+    ledger_url: str,
+    todo: list[Intent],
+    by_id: dict[str, Intent],
+    server: SandboxServer,
+    baseline: dict[str, int],
+) -> None:
     truth = server.db.ground_truth()
     observed = _observed(truth)
     report.observed = {k: observed.get(k, 0) - baseline.get(k, 0) for k in observed}
     report.duplicates = truth.get("duplicates", [])
-    report.faults_fired = dict(Counter(
-        f for entry in server.sandbox.faults.log() for f in entry.get("faults", [])))
+    report.faults_fired = dict(
+        Counter(
+            _fault_name(f, entry) for entry in server.sandbox.faults.log() for f in entry["faults"]
+        )
+    )
     with Ledger.open(ledger_url) as ledger:
         records = ledger.list(limit=100_000)
         report.effects = len(records)
@@ -326,10 +422,23 @@ def _summarize(report: DemoReport, ledger_url: str, todo: list[Intent], by_id: d
                 report.replanned.append(_intent_of(r))
             if r.status is Status.NEEDS_REVIEW:
                 proof = [e.data["evidence"] for e in events if "evidence" in e.data]
-                report.needs_review.append({"intent": _intent_of(r), "key": r.key[:16],
-                                            "reason": r.reason,
-                                            "evidence": proof[-1] if proof else None})
+                report.needs_review.append(
+                    {
+                        "intent": _intent_of(r),
+                        "key": r.key[:16],
+                        "reason": r.reason,
+                        "evidence": proof[-1] if proof else None,
+                    }
+                )
         report.intents_done = sum(_settled(ledger, i) for i in todo)
+
+
+def _fault_name(fault: str, entry: dict[str, Any]) -> str:
+    """``lost_response:close`` / ``lost_response:reset`` tell the no-byte losses apart."""
+    mode = entry.get("lost_mode")
+    return (
+        f"{fault}:{mode}" if fault == "lost_response" and mode not in (None, "headers") else fault
+    )
 
 
 def _intent_of(record: EffectRecord) -> str:

@@ -2,8 +2,10 @@
 
 Posts, replies, likes, follows, invoices (HTML and a JSON API with
 ``Idempotency-Key``), a shop with bookings, and deterministic fault injection
-(lost or slow confirmations, 500s before or after commit, late indexing,
-login wall, CAPTCHA, rate limit, price change, an editor that appends).
+(confirmations lost after the headers or with no response byte at all — a
+FIN or a reset, which makes browsers resend a POST — slow confirmations, 500s
+before or after commit, late indexing, login wall, CAPTCHA, rate limit, price
+change, an editor that appends, a page that submits twice).
 Its SQLite database is the ground truth: ``GET /admin/ground-truth`` counts
 what was created per natural key, independently of any ledger.
 
@@ -16,6 +18,7 @@ Serve it with ``actonce sandbox`` or ``SandboxServer``::
 from __future__ import annotations
 
 from ._app import SESSION_COOKIE, Sandbox, create_app, parse_post_ref
+from ._conns import LostMode
 from ._db import SEED_ITEMS, SEED_USERS, SandboxDB
 from ._faults import ACTIONS, Fault, FaultPlan, FaultRule, FiredFault
 from ._server import SandboxServer, serve
@@ -29,6 +32,7 @@ __all__ = [
     "FaultPlan",
     "FaultRule",
     "FiredFault",
+    "LostMode",
     "Sandbox",
     "SandboxDB",
     "SandboxServer",
@@ -45,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="actonce sandbox",
-                                     description="Serve the sandbox target app (Ctrl-C stops it).")
+    parser = argparse.ArgumentParser(
+        prog="actonce sandbox", description="Serve the sandbox target app (Ctrl-C stops it)."
+    )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="TCP port (8765)")
     parser.add_argument("--db", help="database file (default: in memory)")
@@ -62,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"actonce sandbox: error: bad --faults file: {exc}")
             return 2
     try:
-        print(f"sandbox on http://{args.host}:{args.port} (accounts: alice, bob, carol; "
-              "password <name>-password)", flush=True)
+        print(
+            f"sandbox on http://{args.host}:{args.port} (accounts: alice, bob, carol; "
+            "password <name>-password)",
+            flush=True,
+        )
         serve(args.host, args.port, args.db, args.seed, faults=rules)
     except (OSError, ValueError) as exc:
         print(f"actonce sandbox: error: {exc}")

@@ -34,6 +34,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import Receive, Scope, Send
 
+from ._conns import ConnectionDropped, Connections, lost_response
 from ._db import SandboxDB
 from ._faults import MAX_DELAY, Fault, FaultPlan, FaultRule, FiredFault
 
@@ -44,20 +45,6 @@ SESSION_COOKIE = "sandbox_session"
 
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 _POST_PATH = re.compile(r"^/posts/(\d+)/?$")
-
-
-class _ConnectionDropped(Exception):
-    """Raised after the response headers to make the server drop the socket."""
-
-
-class _DroppedResponse(Response):
-    """Start a response that never finishes: the confirmation is lost."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/html; charset=utf-8"),
-                                (b"content-length", b"4096")]})
-        raise _ConnectionDropped
 
 
 def parse_post_ref(ref: str) -> int | None:
@@ -94,13 +81,21 @@ class Sandbox:
         faults: initial fault rules.
     """
 
-    def __init__(self, db: SandboxDB | str | Path | None = None, *, seed: int = 0,
-                 faults: list[FaultRule] | tuple[FaultRule, ...] = ()) -> None:
+    def __init__(
+        self,
+        db: SandboxDB | str | Path | None = None,
+        *,
+        seed: int = 0,
+        faults: list[FaultRule] | tuple[FaultRule, ...] = (),
+    ) -> None:
         self.db = db if isinstance(db, SandboxDB) else SandboxDB(db)
         self.seed = seed
         self.faults = FaultPlan(faults, seed=seed)
         # Set on server shutdown: slow confirmations stop waiting at once.
         self.closing = threading.Event()
+        # Filled by the server's connection-tracking protocol (SandboxServer,
+        # serve): lets a lost_response close or reset the request's own socket.
+        self.connections = Connections()
         self.app = self._build()
 
     # -- plumbing ---------------------------------------------------------
@@ -149,25 +144,40 @@ class Sandbox:
         """ASGI entry point; swallows the deliberate connection drop."""
         try:
             await self.app(scope, receive, send)
-        except _ConnectionDropped:
+        except ConnectionDropped:
             return
 
-    def _page(self, ctx: _Ctx | Request, template: str, status: int = 200,
-              **context: Any) -> Response:
+    def _page(
+        self, ctx: _Ctx | Request, template: str, status: int = 200, **context: Any
+    ) -> Response:
         request = ctx.request if isinstance(ctx, _Ctx) else ctx
         user = ctx.user if isinstance(ctx, _Ctx) else self._user(request)
-        return _TEMPLATES.TemplateResponse(request, template, {"user": user, **context},
-                                           status_code=status)
+        return _TEMPLATES.TemplateResponse(
+            request, template, {"user": user, **context}, status_code=status
+        )
 
-    def _wall(self, ctx: _Ctx, testid: str, title: str, message: str,
-              status: int) -> Response:
+    def _wall(self, ctx: _Ctx, testid: str, title: str, message: str, status: int) -> Response:
         return self._page(ctx, "wall.html", status, testid=testid, title=title, message=message)
 
     def _user(self, request: Request) -> str | None:
         return self.db.session_user(request.cookies.get(SESSION_COOKIE))
 
-    async def _begin(self, request: Request, action: str, *,
-                     login: bool = True) -> _Ctx | Response:
+    def _fire(
+        self, request: Request, action: str, fields: dict[str, str], user: str | None
+    ) -> list[FiredFault]:
+        """The faults for this request; logs it with the connection it came on."""
+        connection, on_connection = self.connections.note_request(request.scope.get("client"))
+        return self.faults.fire(
+            action,
+            fields,
+            method=request.method,
+            path=request.url.path,
+            user=user,
+            connection=connection,
+            on_connection=on_connection,
+        )
+
+    async def _begin(self, request: Request, action: str, *, login: bool = True) -> _Ctx | Response:
         """Name the action, fire the faults, stop before commit when needed."""
         if request.method == "POST" and not request.url.path.startswith("/api/"):
             body = (await request.body()).decode("utf-8", "replace")
@@ -175,37 +185,49 @@ class Sandbox:
         else:
             fields = dict(request.query_params)
         user = self._user(request)
-        fired = self.faults.fire(action, fields, method=request.method,
-                                 path=request.url.path, user=user)
+        fired = self._fire(request, action, fields, user)
         ctx = _Ctx(request, action, user, fields, fired)
         if ctx.has(Fault.ERROR_BEFORE_COMMIT):
             return self._wall(ctx, "error", "Server error", "Something went wrong.", 500)
         if ctx.has(Fault.SESSION_EXPIRED):
             self.db.end_session(request.cookies.get(SESSION_COOKIE))
             ctx.user = None
-            resp = self._page(ctx, "login.html", 401, next=request.url.path,
-                              message="Your session has expired. Please sign in again.")
+            resp = self._page(
+                ctx,
+                "login.html",
+                401,
+                next=request.url.path,
+                message="Your session has expired. Please sign in again.",
+            )
             resp.delete_cookie(SESSION_COOKIE)
             return resp
         if ctx.has(Fault.CAPTCHA):
-            return self._wall(ctx, "captcha", "Verify you are human",
-                              "Complete the CAPTCHA to continue.", 200)
+            return self._wall(
+                ctx, "captcha", "Verify you are human", "Complete the CAPTCHA to continue.", 200
+            )
         if ctx.has(Fault.RATE_LIMIT):
-            return self._wall(ctx, "rate-limit", "Too many requests",
-                              "You are doing that too often. Try again later.", 429)
+            return self._wall(
+                ctx,
+                "rate-limit",
+                "Too many requests",
+                "You are doing that too often. Try again later.",
+                429,
+            )
         if login and user is None:
             if request.method == "GET":
                 return RedirectResponse(f"/login?next={quote(request.url.path)}", 303)
-            return self._page(ctx, "login.html", 401, next=request.url.path,
-                              message="Please sign in.")
+            return self._page(
+                ctx, "login.html", 401, next=request.url.path, message="Please sign in."
+            )
         return ctx
 
     async def _finish(self, ctx: _Ctx, response: Response) -> Response:
         """Apply the faults that strike after the commit."""
         if ctx.has(Fault.ERROR_AFTER_COMMIT):
             return self._wall(ctx, "error", "Server error", "Something went wrong.", 500)
-        if ctx.has(Fault.LOST_RESPONSE):
-            return _DroppedResponse()
+        lost = ctx.has(Fault.LOST_RESPONSE)
+        if lost:
+            return lost_response(lost.mode, self.connections)
         slow = ctx.has(Fault.SLOW_RESPONSE)
         if slow:
             await self._pause(slow.seconds)
@@ -237,11 +259,13 @@ class Sandbox:
         if not target.startswith("/") or target.startswith("//"):
             target = "/"
         if not self.db.check_password(name, password):
-            return self._page(ctx, "login.html", 401, next=target,
-                              message="Wrong username or password.")
+            return self._page(
+                ctx, "login.html", 401, next=target, message="Wrong username or password."
+            )
         resp = RedirectResponse(target, 303)
-        resp.set_cookie(SESSION_COOKIE, self.db.new_session(name), httponly=True,
-                        samesite="lax", path="/")
+        resp.set_cookie(
+            SESSION_COOKIE, self.db.new_session(name), httponly=True, samesite="lax", path="/"
+        )
         return resp
 
     async def logout(self, request: Request) -> Response:
@@ -264,9 +288,14 @@ class Sandbox:
             if parent is None:
                 return self._wall(ctx, "not-found", "Not found", "No such post to reply to.", 404)
         append = ctx.has(Fault.EDITOR_APPEND)
-        return self._page(ctx, "compose.html", parent=parent,
-                          parent_url=f"/posts/{parent.id}" if parent else "",
-                          draft=append.draft if append else "")
+        return self._page(
+            ctx,
+            "compose.html",
+            parent=parent,
+            parent_url=f"/posts/{parent.id}" if parent else "",
+            draft=append.draft if append else "",
+            double_submit=ctx.has(Fault.DOUBLE_SUBMIT) is not None,
+        )
 
     async def compose(self, request: Request) -> Response:
         ctx = await self._begin(request, "post.create")
@@ -284,9 +313,14 @@ class Sandbox:
         if not text.strip() or len(text) > 2000 or media_type not in (None, "image", "video"):
             return self._wall(ctx, "error", "Bad request", "Text is required.", 400)
         post_id = self.db.create_post(
-            ctx.user, text, parent_id, media_type,
+            ctx.user,
+            text,
+            parent_id,
+            media_type,
             (f.get("media_name") or None) if media_type else None,
-            (f.get("alt") or None) if media_type else None, hidden_for=ctx.hidden_for)
+            (f.get("alt") or None) if media_type else None,
+            hidden_for=ctx.hidden_for,
+        )
         return await self._finish(ctx, RedirectResponse(f"/posts/{post_id}", 303))
 
     async def post_page(self, request: Request) -> Response:
@@ -297,8 +331,14 @@ class Sandbox:
         if post is None:
             return self._wall(ctx, "not-found", "Not found", "No such post.", 404)
         liked = bool(ctx.user) and self.db.liked(ctx.user or "", post.id)
-        return self._page(ctx, "post.html", post=post, liked=liked,
-                          likes=self.db.like_count(post.id), replies=self.db.replies(post.id))
+        return self._page(
+            ctx,
+            "post.html",
+            post=post,
+            liked=liked,
+            likes=self.db.like_count(post.id),
+            replies=self.db.replies(post.id),
+        )
 
     async def like(self, request: Request) -> Response:
         ctx = await self._begin(request, "like.toggle")
@@ -318,8 +358,13 @@ class Sandbox:
         if not self.db.user_exists(name):
             return self._wall(ctx, "not-found", "Not found", "No such user.", 404)
         following = bool(ctx.user) and self.db.following(ctx.user or "", name)
-        return self._page(ctx, "profile.html", name=name, following=following,
-                          posts=self.db.search_posts(author=name))
+        return self._page(
+            ctx,
+            "profile.html",
+            name=name,
+            following=following,
+            posts=self.db.search_posts(author=name),
+        )
 
     async def follow(self, request: Request) -> Response:
         ctx = await self._begin(request, "follow.toggle")
@@ -337,8 +382,9 @@ class Sandbox:
             return ctx
         author, q = ctx.fields.get("author", ""), ctx.fields.get("q", "")
         posts = self.db.search_posts(author or None, q or None)
-        return await self._finish(ctx, self._page(ctx, "search.html", author=author, q=q,
-                                                  posts=posts))
+        return await self._finish(
+            ctx, self._page(ctx, "search.html", author=author, q=q, posts=posts)
+        )
 
     # -- invoices ---------------------------------------------------------
 
@@ -347,9 +393,15 @@ class Sandbox:
         if isinstance(ctx, Response):
             return ctx
         reference = ctx.fields.get("reference", "")
-        return await self._finish(ctx, self._page(
-            ctx, "invoices.html", reference=reference,
-            invoices=self.db.list_invoices(reference or None)))
+        return await self._finish(
+            ctx,
+            self._page(
+                ctx,
+                "invoices.html",
+                reference=reference,
+                invoices=self.db.list_invoices(reference or None),
+            ),
+        )
 
     async def invoice_form(self, request: Request) -> Response:
         ctx = await self._begin(request, "view.invoice_new")
@@ -374,18 +426,27 @@ class Sandbox:
         except ValueError:
             amount = -1
         if not reference or amount < 0:
-            return self._wall(ctx, "error", "Bad request",
-                              "Reference and a whole, non-negative amount are required.", 400)
-        invoice_id = self.db.create_invoice(ctx.user or "", reference, amount,
-                                            hidden_for=ctx.hidden_for)
+            return self._wall(
+                ctx,
+                "error",
+                "Bad request",
+                "Reference and a whole, non-negative amount are required.",
+                400,
+            )
+        invoice_id = self.db.create_invoice(
+            ctx.user or "", reference, amount, hidden_for=ctx.hidden_for
+        )
         return await self._finish(ctx, RedirectResponse(f"/invoices/{invoice_id}", 303))
 
     # -- shop -------------------------------------------------------------
 
     async def shop(self, request: Request) -> Response:
         ctx = await self._begin(request, "view.shop", login=False)
-        return ctx if isinstance(ctx, Response) else self._page(ctx, "shop.html",
-                                                                items=self.db.items())
+        return (
+            ctx
+            if isinstance(ctx, Response)
+            else self._page(ctx, "shop.html", items=self.db.items())
+        )
 
     async def book_form(self, request: Request) -> Response:
         ctx = await self._begin(request, "view.book")
@@ -412,8 +473,13 @@ class Sandbox:
             return self._wall(ctx, "error", "Bad request", "No quoted price.", 400)
         if self.db.book(ctx.user or "", slug, quoted) is None:
             item = self.db.item(slug)
-            return self._page(ctx, "book.html", 409, item=item,
-                              message="The price changed since you viewed it. Review and book again.")
+            return self._page(
+                ctx,
+                "book.html",
+                409,
+                item=item,
+                message="The price changed since you viewed it. Review and book again.",
+            )
         return await self._finish(ctx, RedirectResponse("/bookings", 303))
 
     async def bookings_page(self, request: Request) -> Response:
@@ -443,8 +509,7 @@ class Sandbox:
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "body must be JSON with reference and amount"}, 400)
         user = self._api_user(request)
-        fired = self.faults.fire("api.invoice.create", {"reference": reference},
-                                 method="POST", path=request.url.path, user=user)
+        fired = self._fire(request, "api.invoice.create", {"reference": reference}, user)
         ctx = _Ctx(request, "api.invoice.create", user, {"reference": reference}, fired)
         if ctx.has(Fault.ERROR_BEFORE_COMMIT):
             return JSONResponse({"error": "server error"}, 500)
@@ -456,19 +521,22 @@ class Sandbox:
         canonical = json.dumps({"reference": reference, "amount": amount}, sort_keys=True)
         if key:
             body_hash = hashlib.sha256(canonical.encode()).hexdigest()
-            invoice_id, created = self.db.create_invoice_idempotent(user, key, body_hash,
-                                                                    reference, amount)
+            invoice_id, created = self.db.create_invoice_idempotent(
+                user, key, body_hash, reference, amount
+            )
             if created is None:
-                return JSONResponse({"error": "Idempotency-Key reused with a different body"},
-                                    422)
+                return JSONResponse({"error": "Idempotency-Key reused with a different body"}, 422)
         else:
-            invoice_id, created = self.db.create_invoice(user, reference, amount,
-                                                         hidden_for=ctx.hidden_for), True
+            invoice_id, created = (
+                self.db.create_invoice(user, reference, amount, hidden_for=ctx.hidden_for),
+                True,
+            )
         invoice = self.db.invoice(invoice_id)
         assert invoice is not None
         headers = {} if created else {"Idempotent-Replayed": "true"}
-        return await self._finish(ctx, JSONResponse(_invoice_json(invoice),
-                                                    201 if created else 200, headers))
+        return await self._finish(
+            ctx, JSONResponse(_invoice_json(invoice), 201 if created else 200, headers)
+        )
 
     async def api_list_invoices(self, request: Request) -> Response:
         reference = request.query_params.get("reference") or None
@@ -491,7 +559,7 @@ class Sandbox:
         try:
             data = json.loads(await request.body())
             if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
-                raise ValueError("body must be {\"rules\": [...], \"seed\": int?}")
+                raise ValueError('body must be {"rules": [...], "seed": int?}')
             rules = [FaultRule.from_json(r) for r in data.get("rules", [])]
             seed = data.get("seed")
             self.faults.configure(rules, seed=None if seed is None else int(seed))
@@ -500,16 +568,25 @@ class Sandbox:
         return JSONResponse({"rules": self.faults.rules()})
 
     async def admin_requests(self, request: Request) -> Response:
-        return JSONResponse({"requests": self.faults.log()})
+        return JSONResponse({"requests": self.faults.log(), "counts": self.faults.counts()})
 
 
 def _invoice_json(invoice: Any) -> dict[str, Any]:
-    return {"id": invoice.id, "account": invoice.account, "reference": invoice.reference,
-            "amount": invoice.amount, "url": f"/invoices/{invoice.id}"}
+    return {
+        "id": invoice.id,
+        "account": invoice.account,
+        "reference": invoice.reference,
+        "amount": invoice.amount,
+        "url": f"/invoices/{invoice.id}",
+    }
 
 
-def create_app(db: SandboxDB | str | Path | None = None, *, seed: int = 0,
-               faults: list[FaultRule] | tuple[FaultRule, ...] = ()) -> Sandbox:
+def create_app(
+    db: SandboxDB | str | Path | None = None,
+    *,
+    seed: int = 0,
+    faults: list[FaultRule] | tuple[FaultRule, ...] = (),
+) -> Sandbox:
     """Build the sandbox ASGI app (a ``Sandbox``, callable as ASGI).
 
     Args:
@@ -519,4 +596,3 @@ def create_app(db: SandboxDB | str | Path | None = None, *, seed: int = 0,
             or ``sandbox.faults.configure``).
     """
     return Sandbox(db, seed=seed, faults=faults)
-

@@ -65,8 +65,18 @@ CREATE TABLE IF NOT EXISTS bookings (
     price INTEGER NOT NULL, created_at REAL NOT NULL);
 """
 
-_DATA_TABLES = ("sessions", "posts", "likes", "follows", "toggle_events", "invoices",
-                "idempotency", "bookings", "items", "users")
+_DATA_TABLES = (
+    "sessions",
+    "posts",
+    "likes",
+    "follows",
+    "toggle_events",
+    "invoices",
+    "idempotency",
+    "bookings",
+    "items",
+    "users",
+)
 
 
 def _hash_password(password: str) -> str:
@@ -141,8 +151,9 @@ class SandboxDB:
     def _seed(self) -> None:
         with self._tx() as c:
             for name, password in SEED_USERS.items():
-                c.execute("INSERT OR IGNORE INTO users VALUES (?, ?)",
-                          (name, _hash_password(password)))
+                c.execute(
+                    "INSERT OR IGNORE INTO users VALUES (?, ?)", (name, _hash_password(password))
+                )
             for slug, name, price in SEED_ITEMS:
                 c.execute("INSERT OR IGNORE INTO items VALUES (?, ?, ?)", (slug, name, price))
 
@@ -192,16 +203,25 @@ class SandboxDB:
 
     # -- posts ------------------------------------------------------------
 
-    def create_post(self, author: str, text: str, parent_id: int | None,
-                    media_type: str | None, media_name: str | None, alt: str | None,
-                    *, hidden_for: float = 0.0) -> int:
+    def create_post(
+        self,
+        author: str,
+        text: str,
+        parent_id: int | None,
+        media_type: str | None,
+        media_name: str | None,
+        alt: str | None,
+        *,
+        hidden_for: float = 0.0,
+    ) -> int:
         """Insert a post; ``hidden_for`` seconds of late indexing."""
         now = time.time()
         with self._tx() as c:
             cur = c.execute(
                 "INSERT INTO posts (author, text, parent_id, media_type, media_name, alt,"
                 " created_at, visible_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (author, text, parent_id, media_type, media_name, alt, now, now + hidden_for))
+                (author, text, parent_id, media_type, media_name, alt, now, now + hidden_for),
+            )
             return int(cur.lastrowid or 0)
 
     def post(self, post_id: int) -> Post | None:
@@ -223,16 +243,21 @@ class SandboxDB:
 
     def replies(self, post_id: int) -> list[Post]:
         """Indexed replies to a post."""
-        rows = self._all("SELECT * FROM posts WHERE parent_id = ? AND visible_at <= ? ORDER BY id",
-                         post_id, time.time())
+        rows = self._all(
+            "SELECT * FROM posts WHERE parent_id = ? AND visible_at <= ? ORDER BY id",
+            post_id,
+            time.time(),
+        )
         return [Post(**dict(r)) for r in rows]
 
     # -- toggles ----------------------------------------------------------
 
     def liked(self, user: str, post_id: int) -> bool:
         """Whether the user currently likes the post."""
-        return self._one("SELECT 1 FROM likes WHERE user = ? AND post_id = ?",
-                         user, post_id) is not None
+        return (
+            self._one("SELECT 1 FROM likes WHERE user = ? AND post_id = ?", user, post_id)
+            is not None
+        )
 
     def like_count(self, post_id: int) -> int:
         """How many users like the post now."""
@@ -242,44 +267,58 @@ class SandboxDB:
     def toggle_like(self, user: str, post_id: int) -> bool:
         """Flip the like; record the event; return the new state."""
         with self._tx() as c:
-            gone = c.execute("DELETE FROM likes WHERE user = ? AND post_id = ?",
-                             (user, post_id)).rowcount
+            gone = c.execute(
+                "DELETE FROM likes WHERE user = ? AND post_id = ?", (user, post_id)
+            ).rowcount
             if not gone:
                 c.execute("INSERT INTO likes VALUES (?, ?)", (user, post_id))
-            c.execute("INSERT INTO toggle_events (kind, user, target, state, at)"
-                      " VALUES ('like', ?, ?, ?, ?)", (user, str(post_id), int(not gone), time.time()))
+            c.execute(
+                "INSERT INTO toggle_events (kind, user, target, state, at)"
+                " VALUES ('like', ?, ?, ?, ?)",
+                (user, str(post_id), int(not gone), time.time()),
+            )
         return not gone
 
     def following(self, user: str, target: str) -> bool:
         """Whether the user currently follows the target."""
-        return self._one("SELECT 1 FROM follows WHERE user = ? AND target = ?",
-                         user, target) is not None
+        return (
+            self._one("SELECT 1 FROM follows WHERE user = ? AND target = ?", user, target)
+            is not None
+        )
 
     def toggle_follow(self, user: str, target: str) -> bool:
         """Flip the follow; record the event; return the new state."""
         with self._tx() as c:
-            gone = c.execute("DELETE FROM follows WHERE user = ? AND target = ?",
-                             (user, target)).rowcount
+            gone = c.execute(
+                "DELETE FROM follows WHERE user = ? AND target = ?", (user, target)
+            ).rowcount
             if not gone:
                 c.execute("INSERT INTO follows VALUES (?, ?)", (user, target))
-            c.execute("INSERT INTO toggle_events (kind, user, target, state, at)"
-                      " VALUES ('follow', ?, ?, ?, ?)", (user, target, int(not gone), time.time()))
+            c.execute(
+                "INSERT INTO toggle_events (kind, user, target, state, at)"
+                " VALUES ('follow', ?, ?, ?, ?)",
+                (user, target, int(not gone), time.time()),
+            )
         return not gone
 
     # -- invoices ---------------------------------------------------------
 
-    def create_invoice(self, account: str, reference: str, amount: int,
-                       *, hidden_for: float = 0.0) -> int:
+    def create_invoice(
+        self, account: str, reference: str, amount: int, *, hidden_for: float = 0.0
+    ) -> int:
         """Insert an invoice (no uniqueness: duplicates are what we count)."""
         now = time.time()
         with self._tx() as c:
             cur = c.execute(
                 "INSERT INTO invoices (account, reference, amount, created_at, visible_at)"
-                " VALUES (?, ?, ?, ?, ?)", (account, reference, amount, now, now + hidden_for))
+                " VALUES (?, ?, ?, ?, ?)",
+                (account, reference, amount, now, now + hidden_for),
+            )
             return int(cur.lastrowid or 0)
 
-    def create_invoice_idempotent(self, account: str, key: str, body_hash: str,
-                                  reference: str, amount: int) -> tuple[int, bool | None]:
+    def create_invoice_idempotent(
+        self, account: str, key: str, body_hash: str, reference: str, amount: int
+    ) -> tuple[int, bool | None]:
         """Create under an idempotency key, atomically.
 
         Returns ``(invoice_id, created)``: ``created`` is True for a new
@@ -288,16 +327,21 @@ class SandboxDB:
         """
         now = time.time()
         with self._tx() as c:
-            row = c.execute("SELECT body_hash, invoice_id FROM idempotency"
-                            " WHERE account = ? AND key = ?", (account, key)).fetchone()
+            row = c.execute(
+                "SELECT body_hash, invoice_id FROM idempotency WHERE account = ? AND key = ?",
+                (account, key),
+            ).fetchone()
             if row is not None:
                 return (int(row[1]), False) if row[0] == body_hash else (0, None)
             cur = c.execute(
                 "INSERT INTO invoices (account, reference, amount, created_at, visible_at)"
-                " VALUES (?, ?, ?, ?, ?)", (account, reference, amount, now, now))
+                " VALUES (?, ?, ?, ?, ?)",
+                (account, reference, amount, now, now),
+            )
             invoice_id = int(cur.lastrowid or 0)
-            c.execute("INSERT INTO idempotency VALUES (?, ?, ?, ?)",
-                      (key, account, body_hash, invoice_id))
+            c.execute(
+                "INSERT INTO idempotency VALUES (?, ?, ?, ?)", (key, account, body_hash, invoice_id)
+            )
             return invoice_id, True
 
     def invoice(self, invoice_id: int) -> Invoice | None:
@@ -336,16 +380,19 @@ class SandboxDB:
             row = c.execute("SELECT price FROM items WHERE slug = ?", (slug,)).fetchone()
             if row is None or int(row[0]) != quoted:
                 return None
-            cur = c.execute("INSERT INTO bookings (user, item, price, created_at)"
-                            " VALUES (?, ?, ?, ?)", (user, slug, quoted, time.time()))
+            cur = c.execute(
+                "INSERT INTO bookings (user, item, price, created_at) VALUES (?, ?, ?, ?)",
+                (user, slug, quoted, time.time()),
+            )
             return int(cur.lastrowid or 0)
 
     def bookings(self, user: str | None = None) -> list[dict[str, Any]]:
         """Bookings, optionally of one user."""
         if user is None:
             return [dict(r) for r in self._all("SELECT * FROM bookings ORDER BY id")]
-        return [dict(r) for r in self._all("SELECT * FROM bookings WHERE user = ? ORDER BY id",
-                                           user)]
+        return [
+            dict(r) for r in self._all("SELECT * FROM bookings WHERE user = ? ORDER BY id", user)
+        ]
 
     # -- ground truth -----------------------------------------------------
 
@@ -362,16 +409,33 @@ class SandboxDB:
                 for k, ids in by_key.items()
             ]
 
-        group("posts", self._all("SELECT id, author, text, parent_id AS parent FROM posts"
-                                 " ORDER BY id"), ("author", "text", "parent"))
-        group("invoices", self._all("SELECT id, account, reference FROM invoices ORDER BY id"),
-              ("account", "reference"))
-        group("bookings", self._all("SELECT id, user, item FROM bookings ORDER BY id"),
-              ("user", "item"))
-        group("likes", self._all("SELECT id, user, target FROM toggle_events"
-                                 " WHERE kind = 'like' ORDER BY id"), ("user", "target"))
-        group("follows", self._all("SELECT id, user, target FROM toggle_events"
-                                   " WHERE kind = 'follow' ORDER BY id"), ("user", "target"))
+        group(
+            "posts",
+            self._all("SELECT id, author, text, parent_id AS parent FROM posts ORDER BY id"),
+            ("author", "text", "parent"),
+        )
+        group(
+            "invoices",
+            self._all("SELECT id, account, reference FROM invoices ORDER BY id"),
+            ("account", "reference"),
+        )
+        group(
+            "bookings",
+            self._all("SELECT id, user, item FROM bookings ORDER BY id"),
+            ("user", "item"),
+        )
+        group(
+            "likes",
+            self._all("SELECT id, user, target FROM toggle_events WHERE kind = 'like' ORDER BY id"),
+            ("user", "target"),
+        )
+        group(
+            "follows",
+            self._all(
+                "SELECT id, user, target FROM toggle_events WHERE kind = 'follow' ORDER BY id"
+            ),
+            ("user", "target"),
+        )
         duplicates = [
             {"kind": kind, **entry}
             for kind, entries in groups.items()

@@ -13,7 +13,10 @@ request the plan returns the rules that fire, in rule order:
 - ``times`` caps how often a rule fires (``None``: no cap). A rule with
   neither ``times`` nor ``rate`` fires on every applicable request.
 
-Every request is logged with the faults that fired (``/admin/requests``).
+Every request is logged with the faults that fired and the connection it
+came on (``/admin/requests``): that log is the server-side ground truth of how
+many requests each action received — a POST a browser resent below the page
+(invisible to Playwright's ``page.on("request")``) shows up there twice.
 """
 
 from __future__ import annotations
@@ -27,15 +30,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ACTIONS", "Fault", "FaultPlan", "FaultRule", "FiredFault"]
+from ._conns import LostMode
+
+__all__ = ["ACTIONS", "Fault", "FaultPlan", "FaultRule", "FiredFault", "LostMode"]
 
 ACTIONS: tuple[str, ...] = (
     "login",
-    "view.home", "view.compose", "view.post", "view.profile", "view.search",
-    "view.invoices", "view.invoice", "view.invoice_new", "view.shop", "view.book",
+    "view.home",
+    "view.compose",
+    "view.post",
+    "view.profile",
+    "view.search",
+    "view.invoices",
+    "view.invoice",
+    "view.invoice_new",
+    "view.shop",
+    "view.book",
     "view.bookings",
-    "post.create", "like.toggle", "follow.toggle", "invoice.create",
-    "api.invoice.create", "booking.create",
+    "post.create",
+    "like.toggle",
+    "follow.toggle",
+    "invoice.create",
+    "api.invoice.create",
+    "booking.create",
 )
 """Every action name the app reports to the fault plan."""
 
@@ -47,7 +64,9 @@ class Fault(enum.StrEnum):
     """What can go wrong. Values are the names used in the JSON config."""
 
     LOST_RESPONSE = "lost_response"
-    """Commit, then drop the connection before the confirmation is sent."""
+    """Commit, then lose the confirmation as ``mode`` says (``LostMode``):
+    ``headers`` (headers, then the drop), ``close`` (FIN, no response byte) or
+    ``reset`` (RST, no response byte). Browsers resend a POST after the last two."""
     SLOW_RESPONSE = "slow_response"
     """Commit, then hold the confirmation for ``seconds``."""
     LATE_INDEX = "late_index"
@@ -66,10 +85,12 @@ class Fault(enum.StrEnum):
     """Raise the item's price by ``amount`` cents just before booking."""
     EDITOR_APPEND = "editor_append"
     """The editor keeps ``draft`` and appends whatever is typed to it."""
+    DOUBLE_SUBMIT = "double_submit"
+    """(``view.compose``) The page submits the form by script, then sends the
+    same POST once more (a double-submit bug), then opens the first answer."""
 
 
-_COMMITTING = {Fault.LOST_RESPONSE, Fault.SLOW_RESPONSE, Fault.LATE_INDEX,
-               Fault.ERROR_AFTER_COMMIT}
+_COMMITTING = {Fault.LOST_RESPONSE, Fault.SLOW_RESPONSE, Fault.LATE_INDEX, Fault.ERROR_AFTER_COMMIT}
 
 
 @dataclass(slots=True)
@@ -85,6 +106,8 @@ class FaultRule:
         seconds: delay for ``slow_response``, hiding time for ``late_index``.
         amount: price increase in cents for ``price_change``.
         draft: existing draft text for ``editor_append``.
+        mode: how ``lost_response`` loses the answer: ``headers`` (default),
+            ``close`` or ``reset`` (see ``LostMode``).
     """
 
     action: str
@@ -95,10 +118,19 @@ class FaultRule:
     seconds: float = 2.0
     amount: int = 500
     draft: str = "Saved draft: "
+    mode: LostMode = LostMode.HEADERS
     fired: int = 0
 
     def __post_init__(self) -> None:
         self.fault = Fault(self.fault)
+        try:
+            self.mode = LostMode(self.mode)
+        except ValueError:
+            raise ValueError(
+                f"mode must be one of {[m.value for m in LostMode]}, not {self.mode!r}"
+            ) from None
+        if self.mode is not LostMode.HEADERS and self.fault is not Fault.LOST_RESPONSE:
+            raise ValueError("'mode' applies to lost_response only")
         if self.rate is not None and not 0.0 <= self.rate <= 1.0:
             raise ValueError("rate must be between 0 and 1")
         if self.times is not None and self.times < 0:
@@ -109,7 +141,7 @@ class FaultRule:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FaultRule:
         """Build a rule from its JSON object; unknown fields are an error."""
-        known = {"action", "fault", "times", "rate", "match", "seconds", "amount", "draft"}
+        known = {"action", "fault", "times", "rate", "match", "seconds", "amount", "draft", "mode"}
         extra = set(data) - known
         if extra:
             raise ValueError(f"unknown rule fields: {sorted(extra)}")
@@ -127,12 +159,14 @@ class FaultRule:
             seconds=float(data.get("seconds", 2.0)),
             amount=int(data.get("amount", 500)),
             draft=str(data.get("draft", "Saved draft: ")),
+            mode=str(data.get("mode", "headers")),  # type: ignore[arg-type]
         )
 
     def to_json(self) -> dict[str, Any]:
         """The rule as JSON, with how often it fired."""
         out = asdict(self)
         out["fault"] = self.fault.value
+        out["mode"] = self.mode.value
         return out
 
     def applies(self, action: str, fields: Mapping[str, str]) -> bool:
@@ -155,6 +189,7 @@ class FiredFault:
     seconds: float
     amount: int
     draft: str
+    mode: LostMode = LostMode.HEADERS
 
 
 class FaultPlan:
@@ -186,9 +221,23 @@ class FaultPlan:
             self._rng = random.Random(seed)
             self._log = []
 
-    def fire(self, action: str, fields: Mapping[str, str], *, method: str, path: str,
-             user: str | None) -> list[FiredFault]:
-        """Decide which faults fire for this request and log the request."""
+    def fire(
+        self,
+        action: str,
+        fields: Mapping[str, str],
+        *,
+        method: str,
+        path: str,
+        user: str | None,
+        connection: int | None = None,
+        on_connection: int | None = None,
+    ) -> list[FiredFault]:
+        """Decide which faults fire for this request and log the request.
+
+        ``connection`` is the serial number of the request's connection and
+        ``on_connection`` its position on it (2 and up: a reused keep-alive
+        connection), when the server tracks connections.
+        """
         fired: list[FiredFault] = []
         with self._lock:
             for rule in self._rules:
@@ -199,15 +248,35 @@ class FaultPlan:
                 if rule.rate is not None and self._rng.random() >= rule.rate:
                     continue
                 rule.fired += 1
-                fired.append(FiredFault(rule.fault, rule.seconds, rule.amount, rule.draft))
-            self._log.append({
-                "seq": len(self._log) + 1, "at": time.time(), "action": action,
-                "method": method, "path": path, "user": user,
-                "faults": [f.fault.value for f in fired],
-            })
+                fired.append(
+                    FiredFault(rule.fault, rule.seconds, rule.amount, rule.draft, rule.mode)
+                )
+            lost = next((f.mode.value for f in fired if f.fault is Fault.LOST_RESPONSE), None)
+            self._log.append(
+                {
+                    "seq": len(self._log) + 1,
+                    "at": time.time(),
+                    "action": action,
+                    "method": method,
+                    "path": path,
+                    "user": user,
+                    "faults": [f.fault.value for f in fired],
+                    "lost_mode": lost,
+                    "connection": connection,
+                    "on_connection": on_connection,
+                }
+            )
         return fired
 
     def log(self) -> list[dict[str, Any]]:
         """Every request seen so far, with the faults that fired."""
         with self._lock:
             return list(self._log)
+
+    def counts(self) -> dict[str, int]:
+        """How many requests each action received (server side, resends included)."""
+        out: dict[str, int] = {}
+        with self._lock:
+            for entry in self._log:
+                out[entry["action"]] = out.get(entry["action"], 0) + 1
+        return out

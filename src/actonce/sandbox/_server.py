@@ -19,6 +19,7 @@ from typing import Any
 import uvicorn
 
 from ._app import Sandbox, create_app
+from ._conns import tracking_protocol
 from ._db import SandboxDB
 from ._faults import FaultRule
 
@@ -50,8 +51,22 @@ def _check_host(host: str, allow_remote: bool) -> None:
 
 def _config(app: Sandbox, **kwargs: Any) -> Any:
     logging.getLogger("uvicorn.error").addFilter(_DropFilter())
-    return uvicorn.Config(app, http="h11", ws="none", lifespan="on", log_level="warning",
-                          access_log=False, timeout_graceful_shutdown=2, **kwargs)
+    return uvicorn.Config(
+        app,
+        # h11, registering each connection's transport: a lost_response can then
+        # close or reset the request's own socket without writing a byte.
+        http=tracking_protocol(app.connections),
+        # Idle keep-alive connections stay open for 30 s (uvicorn's default is
+        # 5 s), like most real servers: a browser then reuses them for a submit,
+        # which is when it resends a POST whose connection died without an answer.
+        timeout_keep_alive=30,
+        ws="none",
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        **kwargs,
+    )
 
 
 class SandboxServer:
@@ -68,9 +83,16 @@ class SandboxServer:
         allow_remote: permit a non-loopback ``host``.
     """
 
-    def __init__(self, db: SandboxDB | str | Path | None = None, *, seed: int = 0,
-                 faults: list[FaultRule] | tuple[FaultRule, ...] = (),
-                 host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False) -> None:
+    def __init__(
+        self,
+        db: SandboxDB | str | Path | None = None,
+        *,
+        seed: int = 0,
+        faults: list[FaultRule] | tuple[FaultRule, ...] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+        allow_remote: bool = False,
+    ) -> None:
         _check_host(host, allow_remote)
         self.sandbox = create_app(db, seed=seed, faults=faults)
         self._host = host
@@ -145,14 +167,24 @@ class SandboxServer:
     def __enter__(self) -> SandboxServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = None,
-          seed: int = 0, *, faults: list[FaultRule] | tuple[FaultRule, ...] = (),
-          allow_remote: bool = False) -> None:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    db: str | Path | None = None,
+    seed: int = 0,
+    *,
+    faults: list[FaultRule] | tuple[FaultRule, ...] = (),
+    allow_remote: bool = False,
+) -> None:
     """Serve the sandbox in the foreground until interrupted (Ctrl-C).
 
     Args:

@@ -108,6 +108,10 @@ class Confirmed:
     def __post_init__(self) -> None:
         if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
             raise UsageError(f"Confirmed.count must be a whole number >= 1, not {self.count!r}")
+        object.__setattr__(self, "refs", tuple(self.refs))
+        if self.count == 1 and self.refs in ((), (self.result_ref,)):
+            # One match: its ref is result_ref. Confirmed(url) == Confirmed(url, 1, (url,)).
+            object.__setattr__(self, "refs", ())
 
 
 @dataclass(frozen=True, slots=True)

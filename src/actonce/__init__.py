@@ -10,6 +10,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
+from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
@@ -24,6 +25,7 @@ from ._rules.approvals import (
     Refusal,
     SigningKeys,
 )
+from ._rules.budgets import Pool, PoolUsage
 from ._rules.errors import (
     ActOnceError,
     BadLedgerURL,
@@ -145,6 +147,7 @@ __all__ = [
     "ApprovalStatus",
     "Approvals",
     "AsyncApprovals",
+    "AsyncBudgets",
     "AsyncEffectStore",
     "AsyncIntents",
     "AsyncLease",
@@ -155,6 +158,7 @@ __all__ = [
     "AsyncStore",
     "AsyncWorkQueue",
     "BadLedgerURL",
+    "Budgets",
     "ClaimResult",
     "Clock",
     "Confirmed",
@@ -198,6 +202,8 @@ __all__ = [
     "Packet",
     "PayloadMismatch",
     "Policy",
+    "Pool",
+    "PoolUsage",
     "PostgresStore",
     "ProtocolError",
     "QueueItem",

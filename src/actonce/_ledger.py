@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
+from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect, fingerprint_key_from_env, plan_of, reconcile_plan
 from ._registry import Registry
 from ._registry import registry as default_registry
@@ -170,6 +171,8 @@ class Ledger(_Base):
         """Versioned intents (see :class:`~actonce.Intents`)."""
         self.approvals = Approvals(self, signing_keys)
         """Approval packets (see :class:`~actonce.Approvals`)."""
+        self.budgets = Budgets(self)
+        """Budget pools (see :class:`~actonce.Budgets`)."""
 
     def _drive(self, steps: Generator[Op, Any, T]) -> T:
         result: T = self._driver.run(steps)
@@ -368,6 +371,8 @@ class AsyncLedger(_Base):
         """Versioned intents (see :class:`~actonce.AsyncIntents`)."""
         self.approvals = AsyncApprovals(self, signing_keys)
         """Approval packets (see :class:`~actonce.AsyncApprovals`)."""
+        self.budgets = AsyncBudgets(self)
+        """Budget pools (see :class:`~actonce.AsyncBudgets`)."""
 
     async def _drive(self, steps: Generator[Op, Any, T]) -> T:
         result: T = await self._driver.run(steps)

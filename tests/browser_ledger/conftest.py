@@ -140,12 +140,12 @@ class Counted:
     before_verify: Callable[[int], None] | None = None
     verdicts: list[Any] = field(default_factory=list)
 
-    def perform(self) -> None:
+    def perform(self) -> Any:
         self.performs += 1
         if self.before_perform:
             self.before_perform()
         try:
-            self.site.perform()
+            return self.site.perform()  # its wire records go to the history
         finally:
             if self.after_perform:
                 self.after_perform()

@@ -354,3 +354,30 @@ def test_blocking_screen_answering_the_submit_is_a_hard_stop(
     result = ledger.run(c.effect(key(f"submit-hs-{fault}"), POST))
     assert result.outcome is Outcome.HARD_STOP
     assert reason in (result.reason or "")
+
+
+def test_what_happened_at_the_boundary_is_kept_when_the_end_is_confirmed(
+    ledger: Ledger,
+    session: SessionFactory,
+    faults: Callable[..., None],
+    truth: Callable[[], dict[str, Any]],
+) -> None:
+    """Issue 15, item 7: the click raised (the server committed, then closed the
+    socket without a byte), verification then found the post. The history
+    still says what the click did: its error, the one request on the wire,
+    and evidence of the page as the error left it."""
+    faults(FaultRule("post.create", "lost_response", times=1, mode="close"))
+    c = Counted(session("alice").post_effect("Closed without a byte"))
+    result = ledger.run(c.effect(key("boundary"), POST))
+    assert result.outcome is Outcome.COMPLETED and c.performs == 1
+    confirmed = [e for e in ledger.events(key("boundary")) if e.type is E.CONFIRMED]
+    assert len(confirmed) == 1
+    perform = confirmed[0].data["perform"]
+    assert "OutcomeUnknown" in perform["error"]
+    assert "the perform raised" in (confirmed[0].message or "")
+    wire = perform["details"]["wire"]
+    assert [w["outcome"] for w in wire] == ["no response: connection closed"]
+    assert perform["details"]["sent"] == 1
+    evidence = Path(confirmed[0].data["evidence"])
+    assert json.loads((evidence / "wire.json").read_text())["sent"] == 1
+    assert _posts(truth()) == [{"author": "alice", "text": "Closed without a byte", "parent": None}]

@@ -302,10 +302,12 @@ class Refusal:
 
     ``waiting`` is True when a human answer may still make it possible (a
     pending packet): the run ends ``needs_approval`` instead of ``refused``.
+    ``kind`` says what refused: ``intent``, ``approval`` or ``budget``.
     """
 
     reason: str
     waiting: bool = False
+    kind: str = "approval"
 
 
 def check_commit(

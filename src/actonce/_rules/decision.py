@@ -32,6 +32,7 @@ from .model import Absent, Confirmed, EffectRecord, Outcome, Policy, Status, Una
 __all__ = [
     "MOVES",
     "OUTCOMES",
+    "REFUSAL_OUTCOMES",
     "RETRYABLE",
     "SEED_ROWS",
     "TABLE",
@@ -396,6 +397,14 @@ OUTCOMES: dict[Action, Outcome] = {
     Act.ALARM: Outcome.NEEDS_REVIEW,
     Act.STOP: Outcome.FAILED,
     Act.CLAIM: Outcome.FAILED,
+}
+
+
+#: What a run reports when a gate refused its claim, by what refused.
+REFUSAL_OUTCOMES: dict[str, Outcome] = {
+    "intent": Outcome.REFUSED,
+    "approval": Outcome.REFUSED,
+    "budget": Outcome.OVER_BUDGET,
 }
 
 

@@ -86,6 +86,7 @@ class EventType(enum.StrEnum):
     APPROVAL_HELD = "approval_held"
     APPROVAL_RELEASED = "approval_released"
     APPROVAL_CONSUMED = "approval_consumed"
+    BUDGET_DEFINED = "budget_defined"
 
 
 # --- verification verdicts -------------------------------------------------
@@ -298,6 +299,8 @@ class Outcome(enum.StrEnum):
     - ``refused``: nothing was done; what the effect needs does not
       authorize it (a denied, expired, voided or used approval, a superseded
       intent version): a new intent version or approval is needed.
+    - ``over_budget``: nothing was done; a budget pool the effect draws on
+      has no room left in this window (its reservations are held, not lost).
     """
 
     COMPLETED = "completed"
@@ -309,6 +312,7 @@ class Outcome(enum.StrEnum):
     ABANDONED = "abandoned"
     NEEDS_APPROVAL = "needs_approval"
     REFUSED = "refused"
+    OVER_BUDGET = "over_budget"
 
 
 @dataclass(frozen=True, slots=True)

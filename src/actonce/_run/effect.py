@@ -359,7 +359,9 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
         refused = _event(plan, claim.record, EventType.CLAIM_REFUSED, now)
         yield AppendEvent(_with(refused, message=why, data={"waiting": refusal.waiting}))
         st.record = claim.record
-        outcome = Outcome.NEEDS_APPROVAL if refusal.waiting else Outcome.REFUSED
+        outcome = d.REFUSAL_OUTCOMES.get(refusal.kind, Outcome.REFUSED)
+        if refusal.waiting:
+            outcome = Outcome.NEEDS_APPROVAL
         return _result(outcome, claim.record, why, st)
     assert claim.record is not None
     st.record = claim.record

@@ -40,6 +40,7 @@ from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
 from .._rules.approvals import ApprovalStatus, Packet
+from .._rules.budgets import Pool, PoolUsage
 from .._rules.holds import Gate, Settle
 from .._rules.intents import Intent, IntentRef
 from .._rules.model import EffectRecord, Event, Status
@@ -51,6 +52,7 @@ __all__ = [
     "AsyncLeaseStore",
     "AsyncQueueStore",
     "AsyncStore",
+    "BudgetStore",
     "ClaimResult",
     "EffectStore",
     "Expect",
@@ -219,7 +221,18 @@ class ApprovalStore(Protocol):
 
 
 @runtime_checkable
-class Store(EffectStore, LeaseStore, QueueStore, IntentStore, ApprovalStore, Protocol):
+class BudgetStore(Protocol):
+    """Budget pools and their usage per window, synchronous."""
+
+    def pool_define(self, pool: Pool, now: float, run_id: str) -> Pool: ...
+
+    def pool_get(self, name: str, *, lock: bool = False) -> Pool | None: ...
+
+    def budget_usage(self, names: list[str] | None, now: float) -> list[PoolUsage]: ...
+
+
+@runtime_checkable
+class Store(EffectStore, LeaseStore, QueueStore, IntentStore, ApprovalStore, BudgetStore, Protocol):
     """A synchronous ledger backend with every domain."""
 
 

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from .._rules.approvals import ApprovalStatus, Packet, Refusal, check_commit
+from .._rules.budgets import Pool, PoolUsage, over, window_of
 from .._rules.holds import Gate, HoldKind, HoldStatus, Settle
 from .._rules.intents import Intent, IntentRef, IntentStatus
 from .._rules.model import EffectRecord, Event, EventType, Status
@@ -36,6 +37,8 @@ __all__ = [
     "approval_replace",
     "approval_set_code",
     "approval_update",
+    "budget_event_key",
+    "budget_usage",
     "check_gate",
     "code_failures",
     "intent_chain",
@@ -44,6 +47,10 @@ __all__ = [
     "intent_get",
     "intent_revise",
     "intent_touch",
+    "pool_define",
+    "pool_get",
+    "pool_names",
+    "pool_usage",
     "settle",
     "take_holds",
 ]
@@ -482,8 +489,17 @@ def check_gate(gate: Gate, key: str, now: float) -> Work[Refusal | None]:
         current = yield from _intent_current(gate.intent)
         if not current:
             return Refusal(
-                f"{gate.intent} has been superseded: make the effect for the new version"
+                f"{gate.intent} has been superseded: make the effect for the new version",
+                kind="intent",
             )
+    # Pools are locked in name order, so two claims never wait on each other in a ring.
+    for draw in sorted(gate.draws, key=lambda d: d.pool):
+        usage = yield from pool_usage(draw.pool, now, lock=True)
+        if usage is None:
+            return Refusal(f"no budget pool {draw.pool!r}", kind="budget")
+        why = over(usage, draw)
+        if why is not None:
+            return Refusal(why, kind="budget")
     if gate.approval is not None:
         found = yield from approval_get(gate.approval, lock=True)
         if found is None:
@@ -571,3 +587,69 @@ def holds_of(key: str) -> Work[list[tuple[int, str, str, Decimal, str]]]:
         (key,),
     )
     return [(int(r[0]), str(r[1]), str(r[2]), Decimal(str(r[3])), str(r[4])) for r in rows]
+
+
+# --- budget pools ----------------------------------------------------------------------------
+
+
+def budget_event_key(name: str) -> str:
+    """The history key of a budget pool's events."""
+    return f"budget:{name}"
+
+
+def _pool(text: str) -> Pool:
+    data = json.loads(text)
+    return Pool(data["name"], data["limit"], data["unit"], data["window"])
+
+
+def pool_define(pool: Pool, now: float, run_id: str) -> Work[Pool]:
+    """Create a pool, or change its limit, unit or window (history kept)."""
+    text = json.dumps(pool.as_json(), sort_keys=True, separators=(",", ":"))
+    yield Stmt(
+        "INSERT INTO pools (name, pool, created_at, updated_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET pool = excluded.pool, updated_at = excluded.updated_at",
+        (pool.name, text, now, now),
+        True,
+    )
+    yield _event(
+        budget_event_key(pool.name), EventType.BUDGET_DEFINED, now, run_id,
+        f"{pool.name}: {pool.limit} {pool.unit} per {pool.window}", **pool.as_json(),
+    )  # fmt: skip
+    return pool
+
+
+def pool_get(name: str, *, lock: bool = False) -> Work[Pool | None]:
+    _, rows = yield Stmt("SELECT pool FROM pools WHERE name = ?", (name,), lock=lock)
+    return _pool(rows[0][0]) if rows else None
+
+
+def pool_names() -> Work[list[str]]:
+    _, rows = yield Stmt("SELECT name FROM pools ORDER BY name")
+    return [str(r[0]) for r in rows]
+
+
+def pool_usage(name: str, now: float, *, lock: bool = False) -> Work[PoolUsage | None]:
+    """A pool in the window that holds ``now``: reserved (held) and consumed."""
+    pool = yield from pool_get(name, lock=lock)
+    if pool is None:
+        return None
+    start, end = window_of(pool.window, now)
+    _, rows = yield Stmt(
+        "SELECT amount, status FROM holds WHERE kind = 'budget' AND ref = ? AND at >= ? "
+        "AND at < ? AND status IN ('held', 'consumed')",
+        (name, start, end),
+    )
+    reserved = sum((Decimal(str(a)) for a, st in rows if st == "held"), Decimal(0))
+    consumed = sum((Decimal(str(a)) for a, st in rows if st == "consumed"), Decimal(0))
+    return PoolUsage(pool, start, end, reserved, consumed)
+
+
+def budget_usage(names: list[str] | None, now: float) -> Work[list[PoolUsage]]:
+    """Every pool (or the named ones) in its current window."""
+    wanted = names if names is not None else (yield from pool_names())
+    out = []
+    for name in wanted:
+        usage = yield from pool_usage(name, now)
+        if usage is not None:
+            out.append(usage)
+    return out

@@ -474,6 +474,9 @@ class PostgresStore:
     code_failures = _sync_tx(_q(gated_ops.code_failures))
     code_packets = _sync(_q(gated_ops.code_packets))
     holds_of = _sync(_q(gated_ops.holds_of))
+    pool_define = _sync_tx(_q(gated_ops.pool_define))
+    pool_get = _sync(_q(gated_ops.pool_get))
+    budget_usage = _sync(_q(gated_ops.budget_usage))
 
     def close(self) -> None:
         self._pool.close()
@@ -635,6 +638,9 @@ class AsyncPostgresStore:
     code_failures = _async_tx(_q(gated_ops.code_failures))
     code_packets = _async(_q(gated_ops.code_packets))
     holds_of = _async(_q(gated_ops.holds_of))
+    pool_define = _async_tx(_q(gated_ops.pool_define))
+    pool_get = _async(_q(gated_ops.pool_get))
+    budget_usage = _async(_q(gated_ops.budget_usage))
 
     async def aclose(self) -> None:
         if self._pool is not None:

@@ -394,6 +394,9 @@ class SQLiteStore:
     code_failures = _writes(gated_ops.code_failures)
     code_packets = _reads(gated_ops.code_packets)
     holds_of = _reads(gated_ops.holds_of)
+    pool_define = _writes(gated_ops.pool_define)
+    pool_get = _reads(gated_ops.pool_get)
+    budget_usage = _reads(gated_ops.budget_usage)
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])

@@ -1,0 +1,43 @@
+"""Budget pools as generators of typed operations (both ledgers drive them)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .._rules.budgets import Pool, PoolUsage
+from .ops import NOW, Op, StoreOp, Tick
+
+__all__ = ["define", "usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolDefine(StoreOp):
+    primitive: ClassVar[str] = "pool_define"
+    pool: Pool
+    now: float
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetUsage(StoreOp):
+    primitive: ClassVar[str] = "budget_usage"
+    names: list[str] | None
+    now: float
+
+
+def define(pool: Pool, run_id: str) -> Generator[Op, Any, Pool]:
+    """Create or change a pool."""
+    tick: Tick = yield NOW
+    defined: Pool = yield PoolDefine(pool, tick.now, run_id)
+    return defined
+
+
+def usage(names: list[str] | None, at: float | None) -> Generator[Op, Any, list[PoolUsage]]:
+    """Pools in the window that holds ``at`` (default: now)."""
+    if at is None:
+        tick: Tick = yield NOW
+        at = tick.now
+    found: list[PoolUsage] = yield BudgetUsage(names, at)
+    return found

@@ -14,6 +14,7 @@ from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
+from ._operations import AsyncOperation, Operation, Step, aprovider_retry, provider_retry
 from ._queue import AsyncWorkQueue, WorkQueue
 from ._registry import Registry, registry
 from ._rules.approvals import (
@@ -66,9 +67,12 @@ from ._rules.model import (
     Unavailable,
     Verdict,
 )
+from ._rules.operations import Assessment, OperationState, Role
+from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
 from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
+from ._run.operation import OperationResult
 from ._store.base import (
     AsyncEffectStore,
     AsyncLeaseStore,
@@ -146,6 +150,7 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalStatus",
     "Approvals",
+    "Assessment",
     "AsyncApprovals",
     "AsyncBudgets",
     "AsyncEffectStore",
@@ -153,6 +158,7 @@ __all__ = [
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncLedger",
+    "AsyncOperation",
     "AsyncPostgresStore",
     "AsyncQueueStore",
     "AsyncStore",
@@ -198,6 +204,9 @@ __all__ = [
     "LedgerUnavailable",
     "MemoryStore",
     "NotPerformed",
+    "Operation",
+    "OperationResult",
+    "OperationState",
     "Outcome",
     "Packet",
     "PayloadMismatch",
@@ -208,17 +217,20 @@ __all__ = [
     "ProtocolError",
     "QueueItem",
     "QueueStore",
+    "Receipt",
     "ReconcileReport",
     "Refusal",
     "Registry",
     "Resolution",
     "RevisionResult",
+    "Role",
     "RunResult",
     "SQLiteStore",
     "SchemaTooNew",
     "SchemaTooOld",
     "SigningKeys",
     "Status",
+    "Step",
     "Store",
     "SystemClock",
     "Unavailable",
@@ -227,6 +239,7 @@ __all__ = [
     "Verdict",
     "WorkQueue",
     "__version__",
+    "aprovider_retry",
     "canonical_json",
     "effect_key",
     "intent_key",
@@ -234,6 +247,7 @@ __all__ = [
     "mask_url",
     "open_ledger",
     "open_store",
+    "provider_retry",
     "registry",
     "scrub_text",
     "scrub_url",

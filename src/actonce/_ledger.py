@@ -34,9 +34,10 @@ from ._rules.model import (
     Status,
     Verdict,
 )
+from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey, mask_url
 from ._rules.text import world_text
-from ._run import ops, review
+from ._run import operation, ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
@@ -340,6 +341,10 @@ class Ledger(_Base):
         """How many effects were settled on a verdict that saw more than one result."""
         return int(self._driver.run(_one(ops.Duplicates())))
 
+    def receipt(self, op_id: str) -> Receipt | None:
+        """The receipt of an operation (``None`` until it stood still in a final state)."""
+        return self._drive(operation.stored_receipt(op_id))
+
 
 class AsyncLedger(_Base):
     """The durable ledger of effects, asynchronous; same names as :class:`Ledger`.
@@ -515,6 +520,10 @@ class AsyncLedger(_Base):
     async def duplicates(self) -> int:
         """How many effects were settled on a verdict that saw more than one result."""
         return int(await self._driver.run(_one(ops.Duplicates())))
+
+    async def receipt(self, op_id: str) -> Receipt | None:
+        """See :meth:`Ledger.receipt`."""
+        return await self._drive(operation.stored_receipt(op_id))
 
 
 # --- the small generators both ledgers drive ---------------------------------------------

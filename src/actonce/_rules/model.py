@@ -87,6 +87,8 @@ class EventType(enum.StrEnum):
     APPROVAL_RELEASED = "approval_released"
     APPROVAL_CONSUMED = "approval_consumed"
     BUDGET_DEFINED = "budget_defined"
+    OPERATION_STARTED = "operation_started"
+    RECEIPT_WRITTEN = "receipt_written"
 
 
 # --- verification verdicts -------------------------------------------------

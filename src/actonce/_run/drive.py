@@ -34,6 +34,7 @@ from .._rules.model import Absent, Confirmed, Status, Unavailable, Verdict
 from .._store.base import AsyncEffectStore, EffectStore
 from . import points
 from .clock import Clock
+from .effect import run_effect
 from .ops import (
     AppendEvent,
     Claim,
@@ -46,6 +47,7 @@ from .ops import (
     Precondition,
     Refresh,
     Refreshed,
+    RunEffect,
     Sleep,
     Steps,
     Tick,
@@ -345,6 +347,8 @@ class Driver:
                 return evidence_ref(_no_await(fns.evidence(op.label)) if fns.evidence else None)
             except Exception:
                 return None
+        if kind is RunEffect:
+            return self.run(run_effect(op.plan), op.fns)
         if kind is Refresh:
             assert fns.refresh is not None
             value: Any = None
@@ -460,6 +464,8 @@ class AsyncDriver:
                 )
             except Exception:
                 return None
+        if kind is RunEffect:
+            return await self.run(run_effect(op.plan), op.fns)
         if kind is Refresh:
             assert fns.refresh is not None
             value: Any = None

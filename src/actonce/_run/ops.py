@@ -74,6 +74,7 @@ __all__ = [
     "Refresh",
     "Refreshed",
     "ReplacePacket",
+    "RunEffect",
     "Select",
     "Sleep",
     "Steps",
@@ -194,6 +195,18 @@ class Performed(NamedTuple):
     ended: Tick
     seconds: float
     overtaken: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunEffect:
+    """Run one whole effect under the effect protocol (a step of an operation).
+
+    Answer: its ``RunResult``. The driver runs ``run_effect(plan)`` with the
+    step's own callables, nested in the operation it belongs to.
+    """
+
+    plan: Any  # actonce._run.effect.Plan (that module imports this one)
+    fns: Any  # actonce._run.drive.Callables
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +347,7 @@ Op = (
     | Sleep
     | Point
     | Refresh
+    | RunEffect
     | StoreOp
 )
 Steps = Generator[Op, Any, Any]

@@ -58,6 +58,7 @@ __all__ = [
     "Expect",
     "IntentStore",
     "LeaseStore",
+    "OperationStore",
     "QueueStore",
     "Store",
 ]
@@ -229,6 +230,23 @@ class BudgetStore(Protocol):
     def pool_get(self, name: str, *, lock: bool = False) -> Pool | None: ...
 
     def budget_usage(self, names: list[str] | None, now: float) -> list[PoolUsage]: ...
+
+
+@runtime_checkable
+class OperationStore(Protocol):
+    """Operation definitions and receipts, synchronous."""
+
+    def operation_put(
+        self, op_id: str, intent: IntentRef | None, spec: str, now: float, run_id: str
+    ) -> str: ...
+
+    def operation_get(self, op_id: str) -> str | None: ...
+
+    def receipt_put(
+        self, op_id: str, state: str, text: str, data: str, now: float, run_id: str
+    ) -> bool: ...
+
+    def receipt_get(self, op_id: str) -> tuple[str, str, str, float] | None: ...
 
 
 @runtime_checkable

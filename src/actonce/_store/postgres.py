@@ -477,6 +477,10 @@ class PostgresStore:
     pool_define = _sync_tx(_q(gated_ops.pool_define))
     pool_get = _sync(_q(gated_ops.pool_get))
     budget_usage = _sync(_q(gated_ops.budget_usage))
+    operation_put = _sync_tx(_q(gated_ops.operation_put))
+    operation_get = _sync(_q(gated_ops.operation_get))
+    receipt_put = _sync_tx(_q(gated_ops.receipt_put))
+    receipt_get = _sync(_q(gated_ops.receipt_get))
 
     def close(self) -> None:
         self._pool.close()
@@ -641,6 +645,10 @@ class AsyncPostgresStore:
     pool_define = _async_tx(_q(gated_ops.pool_define))
     pool_get = _async(_q(gated_ops.pool_get))
     budget_usage = _async(_q(gated_ops.budget_usage))
+    operation_put = _async_tx(_q(gated_ops.operation_put))
+    operation_get = _async(_q(gated_ops.operation_get))
+    receipt_put = _async_tx(_q(gated_ops.receipt_put))
+    receipt_get = _async(_q(gated_ops.receipt_get))
 
     async def aclose(self) -> None:
         if self._pool is not None:

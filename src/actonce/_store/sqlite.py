@@ -397,6 +397,10 @@ class SQLiteStore:
     pool_define = _writes(gated_ops.pool_define)
     pool_get = _reads(gated_ops.pool_get)
     budget_usage = _reads(gated_ops.budget_usage)
+    operation_put = _writes(gated_ops.operation_put)
+    operation_get = _reads(gated_ops.operation_get)
+    receipt_put = _writes(gated_ops.receipt_put)
+    receipt_get = _reads(gated_ops.receipt_get)
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])

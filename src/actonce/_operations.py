@@ -142,10 +142,13 @@ class Operation:
         self._ledger = ledger
         self.plan = _plan(ledger, op_id, steps, intent, approval)
         self.op_id = op_id
+        self._defined = False
 
     def run(self) -> gen.OperationResult:
         """One pass: run the next steps while they settle (see the module docstring)."""
-        return self._ledger._drive(gen.run_operation(self.plan))
+        result = self._ledger._drive(gen.run_operation(self.plan, define=not self._defined))
+        self._defined = True
+        return result
 
     def state(self) -> Assessment:
         """The operation's state, derived from its steps now."""
@@ -171,10 +174,14 @@ class AsyncOperation:
         self._ledger = ledger
         self.plan = _plan(ledger, op_id, steps, intent, approval)
         self.op_id = op_id
+        self._defined = False
 
     async def run(self) -> gen.OperationResult:
         """See :meth:`Operation.run`."""
-        return await self._ledger._drive(gen.run_operation(self.plan))
+        steps = gen.run_operation(self.plan, define=not self._defined)
+        result = await self._ledger._drive(steps)
+        self._defined = True
+        return result
 
     async def state(self) -> Assessment:
         """See :meth:`Operation.state`."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
 from .._rules.errors import UsageError
@@ -190,19 +190,25 @@ def _states(
     ]
 
 
-def run_operation(op: OperationPlan) -> Gen[OperationResult]:
-    """One pass: run the operation's next moves while they settle."""
-    tick: Tick = yield NOW
-    recorded: str = yield OperationPut(op.op_id, op.intent, op.spec(), tick.now, op.run_id)
-    if recorded != op.spec():
-        raise UsageError(
-            f"operation {op.op_id!r} was defined with other steps or keys; "
-            "an operation's steps never change (make a new one for a new intent version)"
-        )
+def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationResult]:
+    """One pass: run the operation's next moves while they settle.
+
+    ``define=False`` skips recording the definition (a pass of an operation
+    object that already recorded it).
+    """
+    if define:
+        tick: Tick = yield NOW
+        recorded: str = yield OperationPut(op.op_id, op.intent, op.spec(), tick.now, op.run_id)
+        if recorded != op.spec():
+            raise UsageError(
+                f"operation {op.op_id!r} was defined with other steps or keys; "
+                "an operation's steps never change (make a new one for a new intent version)"
+            )
     runs: list[tuple[str, RunResult]] = []
+    records = yield from _records(op)
+    states = _states(op, records)
     for _ in range(4 * len(op.steps) + 4):
-        records = yield from _records(op)
-        a = assess(_states(op, records))
+        a = assess(states)
         if a.next not in (Next.RUN, Next.UNDO):
             break
         assert a.index is not None
@@ -210,18 +216,23 @@ def run_operation(op: OperationPlan) -> Gen[OperationResult]:
         if a.next is Next.RUN:
             result: RunResult = yield RunEffect(step.plan, step.fns)
             runs.append((step.name, result))
+            states[a.index] = replace(states[a.index], status=result.status,
+                                      attempts=result.attempt)  # fmt: skip
         else:
             assert step.undo_plan is not None and step.undo_fns is not None
             result = yield RunEffect(step.undo_plan, step.undo_fns)
             runs.append((f"undo {step.name}", result))
+            states[a.index] = replace(states[a.index], undo=result.status)
         if result.outcome not in _SETTLED:
             break
         if step.role is Role.RETRIABLE and result.outcome is Outcome.FAILED:
             break  # a dropped notification is retried on its own, in a later pass
-    records = yield from _records(op)
-    a = assess(_states(op, records))
+    a = assess(states)
     receipt = None
     if a.state in _RECEIPTED and (a.next is Next.STOP or a.state is OperationState.COMPLETE):
+        if runs:  # what the runs wrote, read back once for the receipt
+            records = yield from _records(op)
+            a = assess(_states(op, records))
         receipt = yield from _write_receipt(op, a, records)
     return OperationResult(op.op_id, a.state, a.reason, tuple(runs), receipt)
 

@@ -28,6 +28,7 @@ from ._commands import (
     cmd_init,
     cmd_list,
     cmd_migrate,
+    cmd_receipt,
     cmd_reconcile,
     cmd_resolve,
     cmd_show,
@@ -109,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(also $ACTONCE_VERIFIERS and 'actonce.verifiers' entry points)",
     )
     p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser("receipt", parents=[common], help="the receipt of an operation")
+    p.add_argument("operation", type=_text, help="the operation's id")
+    p.set_defaults(func=cmd_receipt)
 
     p = sub.add_parser("init", parents=[common], help="create a ledger (once)")
     p.set_defaults(func=cmd_init)

@@ -12,7 +12,15 @@ import argparse
 import sys
 from typing import Any
 
-from actonce import Ledger, LedgerNotFound, Resolution, Status, open_ledger, registry
+from actonce import (
+    Ledger,
+    LedgerNotFound,
+    Resolution,
+    Status,
+    UnknownEffect,
+    open_ledger,
+    registry,
+)
 
 from ._format import clean, event_json, print_json, record_json, table, when
 
@@ -24,6 +32,7 @@ __all__ = [
     "cmd_init",
     "cmd_list",
     "cmd_migrate",
+    "cmd_receipt",
     "cmd_reconcile",
     "cmd_resolve",
     "cmd_show",
@@ -231,4 +240,19 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print_json({"ledger": url, "migrated": True})
     else:
         print(f"the ledger at {url} is up to date")
+    return EXIT_OK
+
+
+def cmd_receipt(args: argparse.Namespace) -> int:
+    with _read(args) as ledger:
+        receipt = ledger.receipt(args.operation)
+    if receipt is None:
+        raise UnknownEffect(
+            f"no receipt for operation {args.operation!r} (it has not stood still in a final state)"
+        )
+    if args.json:
+        print_json({"operation": receipt.operation_id, "state": receipt.state.value,
+                    "text": receipt.text, "data": receipt.data})  # fmt: skip
+    else:
+        print(receipt.text)
     return EXIT_OK

@@ -308,11 +308,14 @@ class Driver:
             if op.before is not None:
                 points.hit(op.before)
             if op.settle is None:
-                got = store.transition(op.expect, op.new, op.event, durable=op.durable)
+                got = store.transition(
+                    op.expect, op.new, op.event, durable=op.durable, fields=op.fields
+                )
             else:
                 got = store.transition(
-                    op.expect, op.new, op.event, durable=op.durable, settle=op.settle
-                )
+                    op.expect, op.new, op.event, durable=op.durable, settle=op.settle,
+                    fields=op.fields,
+                )  # fmt: skip
             if got is not None:
                 for point in op.after:
                     points.hit(point)
@@ -421,11 +424,14 @@ class AsyncDriver:
             if op.before is not None:
                 points.hit(op.before)
             if op.settle is None:
-                got = await store.transition(op.expect, op.new, op.event, durable=op.durable)
+                got = await store.transition(
+                    op.expect, op.new, op.event, durable=op.durable, fields=op.fields
+                )
             else:
                 got = await store.transition(
-                    op.expect, op.new, op.event, durable=op.durable, settle=op.settle
-                )
+                    op.expect, op.new, op.event, durable=op.durable, settle=op.settle,
+                    fields=op.fields,
+                )  # fmt: skip
             if got is not None:
                 for point in op.after:
                     points.hit(point)

@@ -98,6 +98,7 @@ class Plan:
 
 _MAX_STEPS = 40
 _RECORDED = (P.AFTER_RECORD,)
+_FIELDS = ("status", "reason", "updated_at")  # what every move changes
 _RECONCILABLE = frozenset({Sit.STALE_CLAIM, Sit.ORPHANED, Sit.UNKNOWN})
 
 
@@ -671,6 +672,7 @@ def _move(
         before=before,
         after=_RECORDED if after is None else after,
         settle=settle,
+        fields=_FIELDS + tuple(changes),
     )
     if got is None:
         st.record = yield Get(plan.key)

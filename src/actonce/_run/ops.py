@@ -132,6 +132,7 @@ class Transition:
     before: CrashPoint | None = None
     after: tuple[CrashPoint, ...] = ()
     settle: Settle | None = None
+    fields: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,7 @@ def resolve(
         event,
         durable=is_durable(to, By.HUMAN),
         settle=settlement(to) if record.gated else None,
+        fields=("status", "updated_at", "reason", "result_ref"),
     )
     if got is None:
         raise InvalidTransition(f"effect {record.key[:16]} changed meanwhile; look again")

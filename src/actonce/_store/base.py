@@ -92,6 +92,7 @@ class EffectStore(Protocol):
         *,
         durable: bool = False,
         settle: Settle | None = None,
+        fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None: ...
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool: ...
@@ -280,6 +281,7 @@ class AsyncEffectStore(Protocol):
         *,
         durable: bool = False,
         settle: Settle | None = None,
+        fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None: ...
 
     async def extend(

@@ -419,10 +419,11 @@ class PostgresStore:
         *,
         durable: bool = False,
         settle: Settle | None = None,
+        fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None:
         if settle is None:
-            return self._run(ops.transition(expect, new, event))
-        return self._run_tx(ops.transition_settled(expect, new, event, settle))
+            return self._run(ops.transition(expect, new, event, fields=fields))
+        return self._run_tx(ops.transition_settled(expect, new, event, settle, fields))
 
     @staticmethod
     def conninfo(url: str) -> str:
@@ -603,10 +604,11 @@ class AsyncPostgresStore:
         *,
         durable: bool = False,
         settle: Settle | None = None,
+        fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None:
         if settle is None:
-            return await self._run(ops.transition(expect, new, event))
-        return await self._run_tx(ops.transition_settled(expect, new, event, settle))
+            return await self._run(ops.transition(expect, new, event, fields=fields))
+        return await self._run_tx(ops.transition_settled(expect, new, event, settle, fields))
 
     get = _async(ops.get)
     match_prefix = _async(ops.match_prefix)

@@ -124,9 +124,27 @@ def claim(
 
 
 def transition(
-    expect: tuple[Status, int], new: EffectRecord, event: Event, *, durable: bool = False
+    expect: tuple[Status, int],
+    new: EffectRecord,
+    event: Event,
+    *,
+    durable: bool = False,
+    fields: tuple[str, ...] | None = None,
 ) -> Work[EffectRecord | None]:
-    won, _ = yield Stmt(CAS, (*_cas_params(new, expect), *event_params(event)), True)
+    if fields is None:
+        stmt = Stmt(CAS, (*_cas_params(new, expect), *event_params(event)), True)
+    else:
+        clause, positions = q.cas_set(fields)
+        values = record_params(new)
+        stmt = Stmt(
+            f"WITH won AS (UPDATE effects SET {q.pg(clause)} WHERE key = %s AND status = %s "
+            f"AND fence = %s RETURNING key) INSERT INTO events ({q.EV_COLS}) "
+            f"SELECT {_EV_TYPED} FROM won",
+            (*(values[i] for i in positions), new.key, expect[0].value, expect[1],
+             *event_params(event)),
+            True,
+        )  # fmt: skip
+    won, _ = yield stmt
     return new if won == 1 else None
 
 
@@ -159,10 +177,14 @@ def claim_gated(new: EffectRecord, expect: Expect, event: Event, gate: Gate) -> 
 
 
 def transition_settled(
-    expect: tuple[Status, int], new: EffectRecord, event: Event, how: Settle
+    expect: tuple[Status, int],
+    new: EffectRecord,
+    event: Event,
+    how: Settle,
+    fields: tuple[str, ...] | None = None,
 ) -> Work[EffectRecord | None]:
     """A transition that settles its effect's holds (run in one transaction)."""
-    got = yield from transition(expect, new, event)
+    got = yield from transition(expect, new, event, fields=fields)
     if got is not None:
         yield from pg(gated_ops.settle(new.key, expect[1], how, new.updated_at, event.run_id))
     return got

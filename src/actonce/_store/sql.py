@@ -9,6 +9,8 @@ work is handed out (PostgreSQL: ``FOR UPDATE SKIP LOCKED``).
 
 from __future__ import annotations
 
+import functools
+
 from .._rules.model import OPEN_STATUSES
 from .rows import EFFECT_COLUMNS, EVENT_COLUMNS, LEASE_COLUMNS, QUEUE_COLUMNS
 
@@ -31,6 +33,7 @@ __all__ = [
     "QUEUE_EXTEND",
     "QUEUE_PUT",
     "SET",
+    "cas_set",
     "pg",
 ]
 
@@ -95,3 +98,22 @@ QUEUE_COUNTS = "SELECT status, count(*) FROM queue GROUP BY status"
 def pg(statement: str) -> str:
     """The statement with psycopg placeholders (no ``?`` appears in SQL text here)."""
     return statement.replace("?", "%s")
+
+
+_COLUMN_INDEX = {name: i for i, name in enumerate(EFFECT_COLUMNS)}
+
+
+@functools.cache
+def cas_set(fields: tuple[str, ...] | None) -> tuple[str, tuple[int, ...]]:
+    """The ``SET`` clause of a compare-and-set of ``fields`` (all when ``None``),
+    and the positions of their values in ``record_params``.
+
+    Writing only what changed matters: every column set rewrites the indexes
+    that hold it, and the ``executing`` mark's commit is fsynced, so its size
+    is paid in full on every effect.
+    """
+    names = EFFECT_COLUMNS[1:] if fields is None else tuple(dict.fromkeys(fields))
+    unknown = [n for n in names if n not in _COLUMN_INDEX or n == "key"]
+    if unknown:
+        raise ValueError(f"not a column one may set: {unknown}")
+    return ", ".join(f"{n} = ?" for n in names), tuple(_COLUMN_INDEX[n] for n in names)

@@ -359,9 +359,12 @@ class SQLiteStore:
         *,
         durable: bool = False,
         settle: Settle | None = None,
+        fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None:
+        text, params = _cas(new, expect, fields)
+
         def fn(c: sqlite3.Connection) -> tuple[bool, EffectRecord | None]:
-            if c.execute(CAS, _cas_params(new, expect)).rowcount != 1:
+            if c.execute(text, params).rowcount != 1:
                 return False, None
             c.execute(q.EVENT, event_params(event))
             if settle is not None:
@@ -528,6 +531,17 @@ class SQLiteStore:
 def _cas_params(new: EffectRecord, expect: tuple[Status, int]) -> tuple[Any, ...]:
     values = record_params(new)
     return (*values[1:], new.key, expect[0].value, expect[1])
+
+
+def _cas(
+    new: EffectRecord, expect: tuple[Status, int], fields: tuple[str, ...] | None
+) -> tuple[str, tuple[Any, ...]]:
+    if fields is None:
+        return CAS, _cas_params(new, expect)
+    clause, positions = q.cas_set(fields)
+    values = record_params(new)
+    text = f"UPDATE effects SET {clause} WHERE key = ? AND status = ? AND fence = ?"
+    return text, (*(values[i] for i in positions), new.key, expect[0].value, expect[1])
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -71,11 +71,14 @@ class FaultyStore:
         *,
         durable: bool = False,
         settle: Any = None,
+        fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None:
         when = self._armed("transition", new)
         if when == "before":
             raise LedgerUnavailable("injected: transition failed before commit")
-        result = self.inner.transition(expect, new, event, durable=durable, settle=settle)
+        result = self.inner.transition(
+            expect, new, event, durable=durable, settle=settle, fields=fields
+        )
         if when == "after":
             raise LedgerOutcomeUnknown("injected: transition committed, acknowledgement lost")
         return result

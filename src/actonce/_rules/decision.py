@@ -40,9 +40,11 @@ __all__ = [
     "Observation",
     "Situation",
     "decide",
+    "observation",
     "observe",
     "outcome_of",
     "render_markdown",
+    "situation",
     "situation_of",
 ]
 
@@ -295,6 +297,18 @@ def situation_of(
     (``trusted=False``: ledger time stepped) another owner's lease counts as
     live.
     """
+    return situation(record, now, my_fence, declined, performed, trusted)
+
+
+def situation(
+    record: EffectRecord | None,
+    now: float,
+    my_fence: int | None,
+    declined: bool,
+    performed: bool,
+    trusted: bool,
+) -> Situation:
+    """:func:`situation_of` with positional arguments (the protocol's loop calls it often)."""
     if record is None:
         return Sit.NEW
     status = record.status
@@ -350,6 +364,19 @@ def observe(
     their lease to "now" once they have recorded a verdict, so reconcile need
     not wait.
     """
+    return observation(verdict, record, policy, now, my_fence, since_perform, trusted)
+
+
+def observation(
+    verdict: Verdict | None,
+    record: EffectRecord | None,
+    policy: Policy,
+    now: float,
+    my_fence: int | None,
+    since_perform: float | None,
+    trusted: bool,
+) -> Observation:
+    """:func:`observe` with positional arguments (the protocol's loop calls it often)."""
     if verdict is None:
         return Obs.NOT_CHECKED
     if isinstance(verdict, Confirmed):

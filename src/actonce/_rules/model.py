@@ -29,6 +29,8 @@ __all__ = [
     "Unavailable",
     "Verdict",
     "evolve",
+    "new_event",
+    "new_record",
 ]
 
 
@@ -244,22 +246,48 @@ class EffectRecord:
         return json.loads(self.payload)
 
 
-_NEW = object.__new__
-_RECORD_SLOTS = tuple(
-    (name, getattr(EffectRecord, name).__get__, getattr(EffectRecord, name).__set__)
-    for name in EffectRecord.__slots__
-)
+def _fast_factory(cls: type, name: str) -> Any:
+    """A straight-line ``evolve`` for a frozen, slotted dataclass.
+
+    A frozen dataclass's ``__init__`` and ``dataclasses.replace`` set every
+    field through ``object.__setattr__``; the protocol builds a few records
+    per effect, so this goes through the slot descriptors directly, one C
+    call per field, with no loop.
+    """
+    slots = cls.__slots__  # type: ignore[attr-defined]
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def {name}(r, c):", "    n = _new(_cls)"]
+    for i, slot in enumerate(slots):
+        env[f"_s{i}"] = getattr(cls, slot).__set__
+        lines.append(f"    _s{i}(n, c[{slot!r}] if {slot!r} in c else r.{slot})")
+    lines.append("    return n")
+    exec("\n".join(lines), env)  # generated from the class's own slots, nothing else
+    return env[name]
+
+
+def _fast_init(cls: type, name: str) -> Any:
+    """A straight-line positional constructor of a frozen, slotted dataclass.
+
+    Every field is passed, in slot order; nothing is validated (for values
+    the protocol itself built).
+    """
+    slots = cls.__slots__  # type: ignore[attr-defined]
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def {name}({', '.join(slots)}):", "    n = _new(_cls)"]
+    for i, slot in enumerate(slots):
+        env[f"_s{i}"] = getattr(cls, slot).__set__
+        lines.append(f"    _s{i}(n, {slot})")
+    lines.append("    return n")
+    exec("\n".join(lines), env)  # generated from the class's own slots, nothing else
+    return env[name]
+
+
+_evolve_record = _fast_factory(EffectRecord, "_evolve_record")
 
 
 def evolve(record: EffectRecord, **changes: Any) -> EffectRecord:
-    """A copy of ``record`` with ``changes`` (``dataclasses.replace``, faster).
-
-    The protocol builds a few records per effect; going through the slot
-    descriptors skips ``__init__``'s per-field ``object.__setattr__``.
-    """
-    new: EffectRecord = _NEW(EffectRecord)
-    for name, get, set_ in _RECORD_SLOTS:
-        set_(new, changes[name] if name in changes else get(record))
+    """A copy of ``record`` with ``changes`` (``dataclasses.replace``, faster)."""
+    new: EffectRecord = _evolve_record(record, changes)
     return new
 
 
@@ -277,6 +305,13 @@ class Event:
     message: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
     seq: int | None = None
+
+
+#: ``new_event(key, type, at, fence, run_id, from_status, to_status, message, data, seq)``:
+#: an ``Event`` without ``__init__``'s per-field ``object.__setattr__``.
+new_event = _fast_init(Event, "new_event")
+#: ``new_record(<every EffectRecord field, in order>)``, likewise.
+new_record = _fast_init(EffectRecord, "new_record")
 
 
 # --- run results ------------------------------------------------------------

@@ -255,6 +255,8 @@ def _is_header_pair(value: Sequence[Any]) -> bool:
 
 # --- text and URLs -------------------------------------------------------------------------
 
+#: Anything the patterns below could match starts with one of these.
+_SUSPECT = re.compile(r"://|[=:'\"]|bearer|basic|token|eyJ", re.IGNORECASE)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}", re.IGNORECASE)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
@@ -306,6 +308,8 @@ def scrub_text(text: str, known: Iterable[str] = ()) -> str:
     for value in known:
         if len(value) >= 4 and value in text:
             text = text.replace(value, REDACTED)
+    if _SUSPECT.search(text) is None:  # one pass for the common, harmless text
+        return text
     if "://" in text:
         text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)

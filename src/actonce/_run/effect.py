@@ -42,7 +42,9 @@ from .._rules.model import (
     Status,
     Unavailable,
     Verdict,
-    evolve,
+    _evolve_record,
+    new_event,
+    new_record,
 )
 from .._rules.text import storable_data, world_text
 from .ops import (
@@ -72,6 +74,7 @@ __all__ = ["Plan", "needs_reconcile", "reconcile_effect", "run_effect"]
 
 Steps = Generator[Op, Any, RunResult]
 Sit, Obs, Act = d.Situation, d.Observation, d.Action
+_situation, _observation = d.situation, d.observation
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +101,8 @@ class Plan:
 
 _MAX_STEPS = 40
 _RECORDED = (P.AFTER_RECORD,)
-_FIELDS = ("status", "reason", "updated_at")  # what every move changes
+_TYPE_OF = {s: EventType(s.value) for s in Status}
+_evolve = _evolve_record
 _RECONCILABLE = frozenset({Sit.STALE_CLAIM, Sit.ORPHANED, Sit.UNKNOWN})
 
 
@@ -149,25 +153,16 @@ class _State:
     evidence: str | None = None
 
     def situation(self) -> d.Situation:
-        return d.situation_of(
-            self.record,
-            now=self.tick.now,
-            my_fence=self.my_fence,
-            declined=self.declined,
-            performed=self.performed,
-            trusted=self.tick.trusted,
+        tick = self.tick
+        return _situation(
+            self.record, tick.now, self.my_fence, self.declined, self.performed, tick.trusted
         )
 
     def observation(self, policy: Policy) -> d.Observation:
-        done = self.done
-        return d.observe(
-            self.verdict,
-            self.record,
-            policy=policy,
-            now=self.tick.now,
-            my_fence=self.my_fence,
-            since_perform=None if done is None else self.tick.mono - done.ended.mono,
-            trusted=self.tick.trusted,
+        done, tick = self.done, self.tick
+        since = None if done is None else tick.mono - done.ended.mono
+        return _observation(
+            self.verdict, self.record, policy, tick.now, self.my_fence, since, tick.trusted
         )
 
     def end(self, action: d.Action, sit: d.Situation) -> Outcome | None:
@@ -652,17 +647,10 @@ def _move(
     now = st.tick.now
     text = None if reason is None else world_text(reason, plan.secrets)
     settle = settlement(to) if cur.gated else None
-    new = evolve(cur, status=to, reason=text, updated_at=now, **changes)
-    event = Event(
-        key=plan.key,
-        type=EventType(to.value),
-        at=now,
-        fence=cur.fence,
-        run_id=plan.run_id,
-        from_status=cur.status,
-        to_status=to,
-        message=text,
-        data=data or {},
+    changes["status"], changes["reason"], changes["updated_at"] = to, text, now
+    new = _evolve(cur, changes)
+    event = new_event(
+        plan.key, _TYPE_OF[to], now, cur.fence, plan.run_id, cur.status, to, text, data or {}, None
     )
     got = yield Transition(
         (cur.status, cur.fence),
@@ -672,7 +660,7 @@ def _move(
         before=before,
         after=_RECORDED if after is None else after,
         settle=settle,
-        fields=_FIELDS + tuple(changes),
+        fields=tuple(changes),
     )
     if got is None:
         st.record = yield Get(plan.key)
@@ -695,48 +683,47 @@ def _fresh(
     matches: int = 0,
     gated: bool = False,
 ) -> EffectRecord:
-    return EffectRecord(
-        key=plan.key,
-        kind=plan.kind,
-        status=status,
-        fence=fence,
-        owner=plan.run_id,
-        lease_expires_at=now + plan.policy.lease_seconds,
-        payload=plan.payload,
-        payload_hash=plan.payload_hash,
-        scope=plan.scope,
-        result_ref=result_ref,
-        reason=None,
-        created_at=now if created_at is None else created_at,
-        updated_at=now,
-        executing_at=now if status is Status.EXECUTING else None,
-        matches=matches,
-        gated=gated,
+    record: EffectRecord = new_record(
+        plan.key,
+        plan.kind,
+        status,
+        fence,
+        plan.run_id,
+        now + plan.policy.lease_seconds,
+        plan.payload,
+        plan.payload_hash,
+        plan.scope,
+        result_ref,
+        None,
+        now if created_at is None else created_at,
+        now,
+        now if status is Status.EXECUTING else None,
+        matches,
+        gated,
     )
+    return record
 
 
 def _event(plan: Plan, record: EffectRecord | None, type_: EventType, now: float) -> Event:
-    return Event(
-        key=plan.key,
-        type=type_,
-        at=now,
-        fence=0 if record is None else record.fence,
-        run_id=plan.run_id,
-    )
+    fence = 0 if record is None else record.fence
+    event: Event = new_event(plan.key, type_, now, fence, plan.run_id, None, None, None, {}, None)
+    return event
 
 
 def _with(event: Event, **changes: Any) -> Event:
-    return Event(
-        key=event.key,
-        type=event.type,
-        at=event.at,
-        fence=event.fence,
-        run_id=event.run_id,
-        from_status=changes.get("from_status", event.from_status),
-        to_status=changes.get("to_status", event.to_status),
-        message=changes.get("message", event.message),
-        data=changes.get("data", event.data),
+    new: Event = new_event(
+        event.key,
+        event.type,
+        event.at,
+        event.fence,
+        event.run_id,
+        changes.get("from_status", event.from_status),
+        changes.get("to_status", event.to_status),
+        changes.get("message", event.message),
+        changes.get("data", event.data),
+        None,
     )
+    return new
 
 
 def _result(

@@ -1,11 +1,15 @@
 """A small, real web app to point browser agents at: the actonce sandbox.
 
 Posts, replies, likes, follows, invoices (HTML and a JSON API with
-``Idempotency-Key``), a shop with bookings, and deterministic fault injection
+``Idempotency-Key``), a shop with bookings, a booking world (``/book``,
+``/api/book``: hotel rooms and shop items with inventory, holds that expire,
+payment authorizations, bookings, outbound messages, with its own ground
+truth at ``/admin/booking/ground-truth``), and deterministic fault injection
 (confirmations lost after the headers or with no response byte at all — a
 FIN or a reset, which makes browsers resend a POST — slow confirmations, 500s
 before or after commit, late indexing, login wall, CAPTCHA, rate limit, price
-change, an editor that appends, a page that submits twice).
+change, an editor that appends, a page that submits twice, a booking refused
+after its payment, a message accepted but never delivered).
 Its SQLite database is the ground truth: ``GET /admin/ground-truth`` counts
 what was created per natural key, independently of any ledger.
 
@@ -18,6 +22,8 @@ Serve it with ``actonce sandbox`` or ``SandboxServer``::
 from __future__ import annotations
 
 from ._app import SESSION_COOKIE, Sandbox, create_app, parse_post_ref
+from ._booking_app import BookingWorld
+from ._booking_db import SEED_PRODUCTS, BookingClock, BookingDB, Refused
 from ._conns import LostMode
 from ._db import SEED_ITEMS, SEED_USERS, SandboxDB
 from ._faults import ACTIONS, Fault, FaultPlan, FaultRule, FiredFault
@@ -26,13 +32,18 @@ from ._server import SandboxServer, serve
 __all__ = [
     "ACTIONS",
     "SEED_ITEMS",
+    "SEED_PRODUCTS",
     "SEED_USERS",
     "SESSION_COOKIE",
+    "BookingClock",
+    "BookingDB",
+    "BookingWorld",
     "Fault",
     "FaultPlan",
     "FaultRule",
     "FiredFault",
     "LostMode",
+    "Refused",
     "Sandbox",
     "SandboxDB",
     "SandboxServer",
@@ -69,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(
             f"sandbox on http://{args.host}:{args.port} (accounts: alice, bob, carol; "
-            "password <name>-password)",
+            "password <name>-password; booking world at /book)",
             flush=True,
         )
         serve(args.host, args.port, args.db, args.seed, faults=rules)

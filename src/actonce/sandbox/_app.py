@@ -34,6 +34,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import Receive, Scope, Send
 
+from ._booking_app import BookingWorld
 from ._conns import ConnectionDropped, Connections, lost_response
 from ._db import SandboxDB
 from ._faults import MAX_DELAY, Fault, FaultPlan, FaultRule, FiredFault
@@ -96,6 +97,9 @@ class Sandbox:
         # Filled by the server's connection-tracking protocol (SandboxServer,
         # serve): lets a lost_response close or reset the request's own socket.
         self.connections = Connections()
+        # The booking world (/book, /api/book, /admin/booking): its own tables
+        # in the same database file, the same sessions, faults and request log.
+        self.booking = BookingWorld(self, self.db.path)
         self.app = self._build()
 
     # -- plumbing ---------------------------------------------------------
@@ -128,6 +132,7 @@ class Sandbox:
             Route("/admin/faults", self.admin_get_faults, methods=["GET"]),
             Route("/admin/faults", self.admin_set_faults, methods=["POST"]),
             Route("/admin/requests", self.admin_requests),
+            *self.booking.routes(),
         ]
 
         @asynccontextmanager
@@ -549,6 +554,7 @@ class Sandbox:
 
     async def admin_reset(self, request: Request) -> Response:
         self.db.reset()
+        self.booking.reset()
         self.faults.reset(seed=self.seed)
         return JSONResponse({"ok": True})
 

@@ -53,6 +53,21 @@ ACTIONS: tuple[str, ...] = (
     "invoice.create",
     "api.invoice.create",
     "booking.create",
+    # The booking world (``_booking_app``): HTML pages and JSON API alike.
+    "view.booking.offers",
+    "view.booking.hold",
+    "view.booking.pay",
+    "view.booking.payment",
+    "view.booking.confirmation",
+    "view.booking.mine",
+    "view.booking.outbox",
+    "view.booking.lookup",
+    "booking.hold",
+    "booking.release",
+    "booking.pay",
+    "booking.void",
+    "booking.book",
+    "booking.message",
 )
 """Every action name the app reports to the fault plan."""
 
@@ -88,9 +103,23 @@ class Fault(enum.StrEnum):
     DOUBLE_SUBMIT = "double_submit"
     """(``view.compose``) The page submits the form by script, then sends the
     same POST once more (a double-submit bug), then opens the first answer."""
+    BOOKING_FAILED = "booking_failed"
+    """(``booking.book``) Partial success: the provider refuses to confirm the
+    booking after the payment was authorized. The authorization stands, the
+    hold is rejected (its inventory freed), no booking is made."""
+    MESSAGE_DROPPED = "message_dropped"
+    """(``booking.message``) The message is accepted (the answer looks like
+    any other) but never delivered: the outbox shows it undelivered; the next
+    send with the same message key delivers it, once."""
 
 
-_COMMITTING = {Fault.LOST_RESPONSE, Fault.SLOW_RESPONSE, Fault.LATE_INDEX, Fault.ERROR_AFTER_COMMIT}
+_COMMITTING = {
+    Fault.LOST_RESPONSE,
+    Fault.SLOW_RESPONSE,
+    Fault.LATE_INDEX,
+    Fault.ERROR_AFTER_COMMIT,
+    Fault.MESSAGE_DROPPED,
+}
 
 
 @dataclass(slots=True)
@@ -104,7 +133,8 @@ class FaultRule:
         rate: probability per applicable request, drawn from the seeded RNG.
         match: field name -> substring the request's field must contain.
         seconds: delay for ``slow_response``, hiding time for ``late_index``.
-        amount: price increase in cents for ``price_change``.
+        amount: price increase in cents for ``price_change`` (per unit: a night
+            of a room, one shop item in the booking world).
         draft: existing draft text for ``editor_append``.
         mode: how ``lost_response`` loses the answer: ``headers`` (default),
             ``close`` or ``reset`` (see ``LostMode``).

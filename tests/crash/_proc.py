@@ -11,7 +11,12 @@
 - ``gate``: print ``ready`` once connected, then wait for a line on stdin;
 - ``stop_at``: crash points where the process prints ``{"stopped": point}``
   and stops itself with ``SIGSTOP`` (the test resumes it with ``SIGCONT``);
-- ``run_id``: the run id of every run.
+- ``run_id``: the run id of every run;
+- ``create``: whether the worker may create a missing ledger (default: yes;
+  ``false`` is what a user's worker does by default);
+- ``perform_gate``: every perform prints ``{"performing": ref}`` and waits
+  for a line on stdin before it sends its request (a slow page load: the
+  process keeps running, its heartbeat with it).
 
 Crash points are armed the ordinary way (``ACTONCE_CRASH_AT``,
 ``ACTONCE_CRASH_MODE``). Prints one JSON line per finished run.
@@ -19,11 +24,13 @@ Crash points are armed the ordinary way (``ACTONCE_CRASH_AT``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from actonce import Ledger, LedgerError, Policy, Registry, SQLiteStore, SystemClock
 from actonce.testing import FakeProvider, observe_points
@@ -45,6 +52,15 @@ def say(obj: object) -> None:
     print(json.dumps(obj), flush=True)
 
 
+def _gated(perform: Callable[[], object], ref: str) -> Callable[[], object]:
+    def slow() -> object:
+        say({"performing": ref})
+        sys.stdin.readline()
+        return perform()
+
+    return slow
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     clock = (
@@ -56,7 +72,9 @@ def main() -> None:
     provider = FakeProvider(cfg["provider"], clock=clock)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=policy)
-    ledger = Ledger(SQLiteStore(cfg["ledger"], create=True), clock=clock, registry=registry)
+    ledger = Ledger(
+        SQLiteStore(cfg["ledger"], create=cfg.get("create", True)), clock=clock, registry=registry
+    )
 
     stops = set(cfg.get("stop_at", ()))
     if stops:
@@ -72,8 +90,11 @@ def main() -> None:
         say({"ready": os.getpid()})
         sys.stdin.readline()
     for ref in cfg["refs"]:
+        effect = provider.effect(ref, policy=policy)
+        if cfg.get("perform_gate"):
+            effect = dataclasses.replace(effect, perform=_gated(effect.perform, ref))
         try:
-            r = ledger.run(provider.effect(ref, policy=policy), run_id=cfg.get("run_id"))
+            r = ledger.run(effect, run_id=cfg.get("run_id"))
         except LedgerError as exc:
             say({"ref": ref, "error": type(exc).__name__})
             continue

@@ -86,6 +86,14 @@ class World:
         with self.open(0.0) as (_, provider):
             return provider.accepted()
 
+    def accepted_without_ledger(self) -> dict[str, int]:
+        """The provider's ground truth, without opening (or creating) the ledger."""
+        provider = FakeProvider(self.provider_path)
+        try:
+            return provider.accepted()
+        finally:
+            provider.close()
+
 
 def _key(provider: FakeProvider, ref: str) -> str:
     key = provider.effect(ref).key

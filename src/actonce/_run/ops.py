@@ -286,12 +286,21 @@ class Events(StoreOp):
 
 @dataclass(frozen=True, slots=True)
 class Select(StoreOp):
-    """Effects of some statuses (all when ``None``) and kind, oldest change first."""
+    """Effects of some statuses (all when ``None``) and kind, oldest change first.
+
+    ``after``: the ``(updated_at, key)`` of the last row of the previous page.
+    """
 
     primitive: ClassVar[str] = "select"
     statuses: tuple[Status, ...] | None
     limit: int
     kind: str | None = None
+    after: tuple[float, str] | None = None
+
+    def args(self) -> tuple[Any, ...]:
+        # A store written before keyset pages is asked for them only when used.
+        base = (self.statuses, self.limit, self.kind)
+        return base if self.after is None else (*base, self.after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,9 +313,13 @@ class OpenEffects(StoreOp):
 
 @dataclass(frozen=True, slots=True)
 class Counts(StoreOp):
-    """How many effects are in each status."""
+    """How many effects are in each status (only ``statuses``, when given)."""
 
     primitive: ClassVar[str] = "counts"
+    statuses: tuple[Status, ...] | None = None
+
+    def args(self) -> tuple[Any, ...]:
+        return () if self.statuses is None else (self.statuses,)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from ._registry import Registry
 from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
+from ._rules.holds import HoldKind, HoldStatus
 from ._rules.keys import EffectKey
 from ._rules.model import (
     EffectRecord,
@@ -42,6 +43,7 @@ from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
 from ._run.ops import Op
 from ._store.base import AsyncStore, EffectStore
+from ._store.records import Hold
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
 
@@ -372,6 +374,17 @@ class Ledger(_Base):
         events: builtins.list[Event] = self._driver.run(_events(key))
         return events
 
+    def holds(self, key: str) -> builtins.list[Hold]:
+        """What the claims of an effect hold (key or unique prefix), oldest attempt first.
+
+        A gated claim holds its intent version, its approval packet and its
+        budget draws; the verdict consumes them (confirmed) or releases them
+        (provably not happened, abandoned). An effect that was never gated
+        holds nothing.
+        """
+        holds: builtins.list[Hold] = self._driver.run(_holds(key))
+        return holds
+
     def counts(self, status: StatusFilter = None) -> dict[Status, int]:
         """How many effects are in each status.
 
@@ -557,6 +570,11 @@ class AsyncLedger(_Base):
         events: builtins.list[Event] = await self._driver.run(_events(key))
         return events
 
+    async def holds(self, key: str) -> builtins.list[Hold]:
+        """What the claims of an effect hold; see :meth:`Ledger.holds`."""
+        holds: builtins.list[Hold] = await self._driver.run(_holds(key))
+        return holds
+
     async def counts(self, status: StatusFilter = None) -> dict[Status, int]:
         """How many effects are in each status; see :meth:`Ledger.counts`."""
         counts: dict[Status, int] = await self._driver.run(_counts(status))
@@ -588,6 +606,12 @@ def _select(
     status: StatusFilter, kind: str | None, limit: int, after: EffectRecord | Cursor | None
 ) -> ops.Steps:
     return (yield ops.Select(_statuses(status), _limit(limit), kind, _after(after)))
+
+
+def _holds(key: str) -> ops.Steps:
+    record = yield from review.find(key)
+    rows = yield ops.HoldsOf(record.key)
+    return [Hold(f, HoldKind(k), ref, amount, HoldStatus(st)) for f, k, ref, amount, st in rows]
 
 
 def _counts(status: StatusFilter) -> ops.Steps:

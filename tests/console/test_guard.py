@@ -111,6 +111,13 @@ def test_every_state_changing_route_refuses_a_bad_or_missing_token(
             ({"csrf": token}, {"origin": "https://evil.example"}, "foreign origin"),
             ({"csrf": token}, {"origin": "null"}, "null origin"),
             ({"csrf": token}, {"sec-fetch-site": "cross-site"}, "cross-site fetch"),
+            ({"csrf": token}, {"sec-fetch-site": "same-site"}, "a sibling subdomain"),
+            ({"csrf": token}, {"origin": "null", "sec-fetch-site": "cross-site"}, "null, cross"),
+            (
+                {"csrf": token},
+                {"origin": "https://evil.example", "sec-fetch-site": "same-origin"},
+                "foreign origin, same-origin claimed",
+            ),
         ]
         for data, headers, why in cases:
             r = _send(client, method, url, data=data, headers=headers)
@@ -145,7 +152,9 @@ def test_every_route_serves_a_signed_in_reviewer_who_does_it_right(
             expected = 303 if path == "/login" else 200
             assert r.status_code == expected, (method, path, r.status_code)
         else:
-            r = _send(client, method, url, data={"csrf": token}, headers={"origin": server.url})
+            # What a browser sends for its own form under Referrer-Policy: no-referrer.
+            browser = {"origin": "null", "sec-fetch-site": "same-origin"}
+            r = _send(client, method, url, data={"csrf": token}, headers=browser)
             assert r.status_code == 303, (method, path, r.status_code, r.text[:300])
         COUNTS["served"] = COUNTS.get("served", 0) + 1
     # After /logout (walked last) the session is gone.

@@ -52,10 +52,10 @@ CANARIES = (
 )
 
 
-def png(width: int = 96, height: int = 60) -> bytes:
+def png(width: int = 320, height: int = 200) -> bytes:
     """A real PNG image (stripes), made by hand: no image library needed."""
     rows = b"".join(
-        b"\x00" + b"".join(bytes((40 + x * 2, 90 + y * 2, 200)) for x in range(width))
+        b"\x00" + b"".join(bytes((40 + x // 2, 90 + y // 2, 200)) for x in range(width))
         for y in range(height)
     )
 

@@ -14,6 +14,7 @@ and runs a verifier read-only.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,13 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 _ENV.globals["at"] = at
+
+
+@functools.cache
+def _css() -> str:
+    return (HERE / "static" / "console.css").read_text(encoding="utf-8")
+
+
 Handler = Callable[[Request], Any]
 
 
@@ -82,6 +90,16 @@ class App:
         self._session(request).say(text)
         return RedirectResponse(to, status_code=303)
 
+    async def _view(
+        self, request: Request, template: str, view: Callable[..., dict[str, Any]], *args: Any
+    ) -> HTMLResponse:
+        # Read the ledger and render in one worker thread: one hop off the loop.
+        def work() -> HTMLResponse:
+            return self._page(request, template, **view(*args))
+
+        page: HTMLResponse = await run_in_threadpool(work)
+        return page
+
     def _missing(self, request: Request, what: str) -> HTMLResponse:
         return self._page(request, "missing.html", 404, what=what)
 
@@ -98,7 +116,7 @@ class App:
         body = _ENV.get_template("login.html").render(
             nonce=nonce,
             style_nonce=style,
-            css=(HERE / "static" / "console.css").read_text(encoding="utf-8"),
+            css=_css(),
             error=error,
             name=name,
             next=safe_next(request.query_params.get("next") or request.state.form.get("next")),
@@ -151,48 +169,40 @@ class App:
     async def queue(self, request: Request) -> Response:
         """The review queue."""
         q = request.query_params
-        values = await run_in_threadpool(
-            queue_page,
-            self.c,
-            self._session(request).reviewer,
-            q.get("status", "review"),
-            q.get("kind", "").strip(),
-            q.get("after"),
+        reviewer = self._session(request).reviewer
+        status, kind = q.get("status", "review"), q.get("kind", "").strip()
+        return await self._view(
+            request, "queue.html", queue_page, self.c, reviewer, status, kind, q.get("after")
         )
-        return self._page(request, "queue.html", **values)
 
     async def overview(self, request: Request) -> Response:
         """Every status counted."""
-        values = await run_in_threadpool(overview_page, self.c)
-        return self._page(request, "overview.html", **values)
+        return await self._view(request, "overview.html", overview_page, self.c)
 
     async def effect(self, request: Request) -> Response:
         """One effect, one screen."""
         key = key_of(request.path_params["ref"])
+        reviewer = self._session(request).reviewer
         try:
-            values = await run_in_threadpool(
-                effect_page, self.c, key, self._session(request).reviewer
-            )
+            return await self._view(request, "effect.html", effect_page, self.c, key, reviewer)
         except UnknownEffect:
             return self._missing(request, "No such effect in this ledger.")
-        return self._page(request, "effect.html", **values)
 
     async def approvals(self, request: Request) -> Response:
         """Approval packets."""
         status = request.query_params.get("status", "pending")
-        values = await run_in_threadpool(approvals_page, self.c, status)
-        return self._page(request, "approvals.html", **values)
+        return await self._view(request, "approvals.html", approvals_page, self.c, status)
 
     async def packet(self, request: Request) -> Response:
         """One approval packet."""
         packet_id = request.path_params["packet_id"]
+        reviewer = self._session(request).reviewer
         try:
-            values = await run_in_threadpool(
-                packet_page, self.c, packet_id, self._session(request).reviewer
+            return await self._view(
+                request, "packet.html", packet_page, self.c, packet_id, reviewer
             )
         except ActOnceError:
             return self._missing(request, "No such approval packet in this ledger.")
-        return self._page(request, "packet.html", **values)
 
     async def receipts(self, request: Request) -> Response:
         """Receipts: not built yet (issue 11)."""

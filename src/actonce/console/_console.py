@@ -37,7 +37,8 @@ def key_of(ref: str) -> str:
         return ref
     body = ref[1:]
     try:
-        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_", validate=True)
+        return raw.decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return ref  # not ours: looked up as it is, and not found
 

@@ -121,8 +121,13 @@ def consequences(record: EffectRecord, holds: list[Hold]) -> dict[str, str]:
         ),
         "duplicate": (
             "happened → confirmed with the result you name as the one that counts. The other "
-            "results stay at the provider: cancel them there. The key is done; the ledger "
-            f"keeps the duplicate count ({max(record.matches, 1)} seen).{spent}"
+            "results stay at the provider: cancel them there. The key is done"
+            + (
+                f"; the ledger keeps the duplicate count ({record.matches} results seen)."
+                if record.matches > 1
+                else "."
+            )
+            + spent
         ),
         "abandon": (
             "abandon → abandoned. The effect must not happen: no run performs it any more. "

@@ -27,7 +27,7 @@ from typing import Any
 
 from actonce import Event, scrub_text, scrub_url
 
-from ._words import clean, shown
+from ._words import at, clean, shown
 
 __all__ = ["FILES", "HTML_CSP", "MAX_BYTES", "Folder", "folder_view", "locate"]
 
@@ -142,5 +142,7 @@ def folder_view(events: list[Event], seq: int, label: str, roots: tuple[Path, ..
     if isinstance(meta_data, dict):
         for k, v in sorted(meta_data.items()):
             value = scrub_url(v) if k == "url" and isinstance(v, str) else v
+            if k.endswith("_at") and isinstance(v, int | float) and not isinstance(v, bool):
+                value = at(v)
             meta.append((clean(k, 60), clean(value, 300)))
     return Folder(seq, label, files, tuple(wire), sent, tuple(meta))

@@ -4,9 +4,11 @@
 route table, so a new route cannot be added without it):
 
 1. A state-changing request (anything but ``GET``/``HEAD``) must come from
-   this console's own pages: an ``Origin`` header, when the browser sends
-   one, must be this console's origin (``null`` never is), and
-   ``Sec-Fetch-Site: cross-site`` is refused. Otherwise 403.
+   this console's own pages: ``Sec-Fetch-Site``, when the browser sends it,
+   must be ``same-origin``; ``Origin``, when sent, must be this console's
+   origin, or ``null`` vouched for by ``Sec-Fetch-Site: same-origin`` (what
+   a browser sends for its own forms under ``Referrer-Policy:
+   no-referrer``). Otherwise 403.
 2. Without a live session: a page (``GET``) redirects to ``/login``; any
    other request is 401. Only the routes built ``public`` (the login page)
    skip this.
@@ -30,6 +32,7 @@ a Content Security Policy without inline script and with
 from __future__ import annotations
 
 import hmac
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote
@@ -105,10 +108,18 @@ def own_origin(request: Request) -> str:
 
 
 def _from_elsewhere(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    if origin is not None and origin != own_origin(request):
+    # Under "Referrer-Policy: no-referrer" a browser sends "Origin: null" with
+    # every form it posts, its own origin's too; it then vouches for the
+    # origin with Sec-Fetch-Site (a header no page can set). A client that
+    # sends neither header is not a browser a page can drive: the CSRF token
+    # still has to be right.
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site != "same-origin":
         return True
-    return request.headers.get("sec-fetch-site", "") == "cross-site"
+    origin = request.headers.get("origin")
+    if origin is None or origin == own_origin(request):
+        return False
+    return not (origin == "null" and site == "same-origin")
 
 
 def safe_next(target: str | None) -> str:
@@ -154,7 +165,12 @@ def guarded(endpoint: Endpoint, sessions: Sessions, *, public: bool = False) -> 
                 return _refused(403, "Refused: the form's token is missing or stale. Reload.")
         request.state.session = session
         request.state.form = form
-        return await endpoint(request)
+        started = time.perf_counter()
+        response = await endpoint(request)
+        # How long the page took to make, for benchmarks and browsers' devtools.
+        took = (time.perf_counter() - started) * 1000
+        response.headers["server-timing"] = f"app;dur={took:.2f}"
+        return response
 
     guard.__name__ = getattr(endpoint, "__name__", "guard")
     guard.__doc__ = endpoint.__doc__

@@ -56,7 +56,8 @@ class ReviewHolds:
         self._lock = threading.Lock()
 
     def _reader(self, key: str) -> Lease:
-        return Lease(self._ledger, hold_name(key), ttl=self.ttl)
+        # A reader never acquires: a fixed owner name spares making a unique one.
+        return Lease(self._ledger, hold_name(key), owner="console-reader", ttl=self.ttl)
 
     def state(self, key: str, reviewer: str) -> HoldState:
         """Who holds ``key`` now (a read)."""

@@ -94,7 +94,8 @@ def queue_page(
                 "actor": actor_of(r),
                 "age": age(now - r.updated_at),
                 "since": at(r.updated_at),
-                "reason": clean(r.reason or "", 200),
+                "reason": clean(r.reason or "", 200)
+                or (f"duplicate detected: {r.matches} results" if r.matches > 1 else ""),
                 "matches": r.matches,
                 "hold": _hold(console, r.key, reviewer),
             }
@@ -307,7 +308,7 @@ def effect_page(console: Console, key: str, reviewer: str) -> dict[str, Any]:
         "timeline": timeline,
         "evidence": folders,
         "payload": shown_json(record.data),
-        "scope": shown_json(scope_of(record)),
+        "scope": shown_json(scope_of(record)),  # shown_json masks and scrubs
         "holds": [
             {
                 "attempt": h.fence,

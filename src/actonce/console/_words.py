@@ -9,6 +9,7 @@ field named like a secret is masked, at any depth.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -38,7 +39,14 @@ def clean(text: Any, limit: int = 500) -> str:
     """``text`` fit for a page: scrubbed of anything secret-looking, cut to ``limit``."""
     if text is None:
         return ""
-    value = scrub_text(str(text))
+    return _clean(str(text), limit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean(text: str, limit: int) -> str:
+    # Scrubbing runs a few dozen patterns; a queue page shows the same kinds,
+    # actors, tenants and reasons again and again.
+    value = scrub_text(text)
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
@@ -73,9 +81,12 @@ def _loads(text: str) -> Any:
 
 
 def scope_of(record: EffectRecord) -> dict[str, Any]:
-    """The fields the effect's key was made of (empty for a plain-string key)."""
+    """The fields the effect's key was made of, raw (empty for a plain-string key).
+
+    Raw: pass what you show through :func:`clean` or :func:`shown`.
+    """
     scope = _loads(record.scope)
-    return dict(shown(scope)) if isinstance(scope, dict) else {}
+    return scope if isinstance(scope, dict) else {}
 
 
 def actor_of(record: EffectRecord) -> str:
@@ -83,18 +94,20 @@ def actor_of(record: EffectRecord) -> str:
     return clean(scope_of(record).get("actor") or "", 80)
 
 
-def object_of(record: EffectRecord) -> str:
-    """What the effect is about: the scope's object, else a reference in the payload."""
-    scope = scope_of(record)
+def _object(scope: dict[str, Any], payload: Any) -> str:
     if scope.get("object"):
         return clean(scope["object"], 120)
-    payload = _loads(record.payload)
     if isinstance(payload, dict):
         for name in _OBJECT_FIELDS:
             value = payload.get(name)
             if isinstance(value, str | int) and not isinstance(value, bool) and value != "":
                 return clean(value, 120)
     return ""
+
+
+def object_of(record: EffectRecord) -> str:
+    """What the effect is about: the scope's object, else a reference in the payload."""
+    return _object(scope_of(record), _loads(record.payload))
 
 
 def _amount(payload: Any) -> str:
@@ -117,8 +130,9 @@ def subject(record: EffectRecord) -> str:
     payload = _loads(record.payload)
     operation = clean(scope.get("operation") or "", 40)
     kind = clean(scope.get("kind") or record.kind, 40)
-    words = [w for w in (operation, kind, object_of(record)) if w]
-    if not object_of(record) and isinstance(payload, dict) and isinstance(payload.get("text"), str):
+    thing = _object(scope, payload)
+    words = [w for w in (operation, kind, thing) if w]
+    if not thing and isinstance(payload, dict) and isinstance(payload.get("text"), str):
         words.append(f"“{clean(payload['text'], 60)}”")
     phrase = " ".join(words)
     tenant = clean(scope.get("tenant") or "", 60)

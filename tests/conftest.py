@@ -18,6 +18,8 @@ _HERE = Path(__file__).resolve().parent
 
 
 def _needs_browser(item: pytest.Item) -> bool:
+    if item.get_closest_marker("browser") is not None:
+        return True
     try:
         rel = Path(str(item.fspath)).resolve().relative_to(_HERE)
     except ValueError:

@@ -15,7 +15,7 @@ time by the caller so that a frozen clock drives them in tests):
 - ``lease_renew(name, token, owner, now, expires_at)``: heartbeat; a
   compare-and-set on the token, ``None`` once another owner took over.
 - ``lease_release(name, token, owner, now)``: ``False`` once taken over.
-- ``lease_get(name)``.
+- ``lease_get(name)`` (:meth:`Lease.current`: who holds it now, for anyone).
 
 :class:`Lease` and :class:`AsyncLease` wrap them: context managers that
 release in ``finally`` and raise :class:`LeaseLost` when fenced out.
@@ -131,6 +131,15 @@ class Lease(_LeaseBase):
     Call :meth:`heartbeat` during long rounds, well within ``ttl`` seconds.
     """
 
+    def current(self) -> LeaseRecord | None:
+        """The lease as the ledger holds it now, whoever holds it (``None``: never taken).
+
+        A read: it neither takes nor renews anything. ``record.live(now)``
+        says whether someone holds it, ``record.owner`` who.
+        """
+        record: LeaseRecord | None = self.store.lease_get(self.name)
+        return record
+
     def acquire(self) -> bool:
         """Take the lease if it is free or expired; ``False`` if it is held."""
         result: LeaseResult = self.store.lease_acquire(*self._acquire_args())
@@ -185,6 +194,11 @@ class AsyncLease(_LeaseBase):
         if getattr(self, "_threaded", None) is None:
             self._threaded = threaded(self.store)
         return self._threaded
+
+    async def current(self) -> LeaseRecord | None:
+        """The lease as the ledger holds it now; see :meth:`Lease.current`."""
+        record: LeaseRecord | None = await self._astore.lease_get(self.name)
+        return record
 
     async def acquire(self) -> bool:
         """Take the lease if it is free or expired; ``False`` if it is held."""

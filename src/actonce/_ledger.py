@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Callable, Generator
+import math
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, ParamSpec, TypeVar
 
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
@@ -22,6 +23,7 @@ from ._registry import Registry
 from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
+from ._rules.holds import HoldKind, HoldStatus
 from ._rules.keys import EffectKey
 from ._rules.model import (
     EffectRecord,
@@ -43,6 +45,7 @@ from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
 from ._run.ops import Op
 from ._store.base import AsyncStore, EffectStore
+from ._store.records import Hold
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
 
@@ -122,14 +125,43 @@ def _failed(record: EffectRecord, exc: Exception) -> tuple[RunResult, tuple[str,
     return result, (record.key, message)
 
 
-def _statuses(status: Status | str | None) -> tuple[Status, ...] | None:
+StatusFilter = Status | str | Iterable[Status | str] | None
+"""One status, several, or ``None`` for all."""
+
+Cursor = tuple[float, str]
+
+
+def _statuses(status: StatusFilter) -> tuple[Status, ...] | None:
     if status is None:
         return None
+    many = [status] if isinstance(status, str) else list(status)
+    if not many:
+        raise UsageError("give at least one status, or None for all")
     try:
-        return (Status(status),)
+        return tuple(Status(s) for s in many)
     except ValueError:
         choices = ", ".join(s.value for s in Status)
         raise UsageError(f"a status is one of {choices}, not {status!r}") from None
+
+
+def _after(after: EffectRecord | Cursor | None) -> Cursor | None:
+    if after is None:
+        return None
+    if isinstance(after, EffectRecord):
+        return (after.updated_at, after.key)
+    ok = (
+        isinstance(after, tuple)
+        and len(after) == 2
+        and isinstance(after[0], int | float)
+        and not isinstance(after[0], bool)
+        and math.isfinite(after[0])
+        and isinstance(after[1], str)
+    )
+    if not ok:
+        raise UsageError(
+            f"after is the last record of a page or its (updated_at, key), not {after!r}"
+        )
+    return (float(after[0]), after[1])
 
 
 def _limit(limit: Any) -> int:
@@ -321,10 +353,24 @@ class Ledger(_Base):
         return record
 
     def list(
-        self, status: Status | str | None = None, *, kind: str | None = None, limit: int = 100
+        self,
+        status: StatusFilter = None,
+        *,
+        kind: str | None = None,
+        limit: int = 100,
+        after: EffectRecord | Cursor | None = None,
     ) -> builtins.list[EffectRecord]:
-        """Effects, oldest change first, optionally of one status and kind."""
-        records: builtins.list[EffectRecord] = self._driver.run(_select(status, kind, limit))
+        """Effects, oldest change first, optionally of some statuses and one kind.
+
+        Page with ``after``: the last record of the previous page (or its
+        ``(updated_at, key)``). A page is read from an index, so page 1,000
+        of a large ledger costs what the first one does::
+
+            page = ledger.list(["unknown", "needs_review"], limit=50)
+            more = ledger.list(["unknown", "needs_review"], limit=50, after=page[-1])
+        """
+        steps = _select(status, kind, limit, after)
+        records: builtins.list[EffectRecord] = self._driver.run(steps)
         return records
 
     def events(self, key: str) -> builtins.list[Event]:
@@ -332,9 +378,25 @@ class Ledger(_Base):
         events: builtins.list[Event] = self._driver.run(_events(key))
         return events
 
-    def counts(self) -> dict[Status, int]:
-        """How many effects are in each status."""
-        counts: dict[Status, int] = self._driver.run(_one(ops.Counts()))
+    def holds(self, key: str) -> builtins.list[Hold]:
+        """What the claims of an effect hold (key or unique prefix), oldest attempt first.
+
+        A gated claim holds its intent version, its approval packet and its
+        budget draws; the verdict consumes them (confirmed) or releases them
+        (provably not happened, abandoned). An effect that was never gated
+        holds nothing.
+        """
+        holds: builtins.list[Hold] = self._driver.run(_holds(key))
+        return holds
+
+    def counts(self, status: StatusFilter = None) -> dict[Status, int]:
+        """How many effects are in each status.
+
+        With ``status`` (one or several), only those are counted, each one
+        an index range: cheap in a ledger of any size, where counting every
+        status reads the whole index.
+        """
+        counts: dict[Status, int] = self._driver.run(_counts(status))
         return counts
 
     def duplicates(self) -> int:
@@ -501,10 +563,16 @@ class AsyncLedger(_Base):
         return record
 
     async def list(
-        self, status: Status | str | None = None, *, kind: str | None = None, limit: int = 100
+        self,
+        status: StatusFilter = None,
+        *,
+        kind: str | None = None,
+        limit: int = 100,
+        after: EffectRecord | Cursor | None = None,
     ) -> builtins.list[EffectRecord]:
-        """Effects, oldest change first, optionally of one status and kind."""
-        records: builtins.list[EffectRecord] = await self._driver.run(_select(status, kind, limit))
+        """Effects, oldest change first; see :meth:`Ledger.list` (paging included)."""
+        steps = _select(status, kind, limit, after)
+        records: builtins.list[EffectRecord] = await self._driver.run(steps)
         return records
 
     async def events(self, key: str) -> builtins.list[Event]:
@@ -512,9 +580,14 @@ class AsyncLedger(_Base):
         events: builtins.list[Event] = await self._driver.run(_events(key))
         return events
 
-    async def counts(self) -> dict[Status, int]:
-        """How many effects are in each status."""
-        counts: dict[Status, int] = await self._driver.run(_one(ops.Counts()))
+    async def holds(self, key: str) -> builtins.list[Hold]:
+        """What the claims of an effect hold; see :meth:`Ledger.holds`."""
+        holds: builtins.list[Hold] = await self._driver.run(_holds(key))
+        return holds
+
+    async def counts(self, status: StatusFilter = None) -> dict[Status, int]:
+        """How many effects are in each status; see :meth:`Ledger.counts`."""
+        counts: dict[Status, int] = await self._driver.run(_counts(status))
         return counts
 
     async def duplicates(self) -> int:
@@ -543,8 +616,20 @@ def _open(limit: int) -> ops.Steps:
     return (yield ops.OpenEffects(_limit(limit)))
 
 
-def _select(status: Status | str | None, kind: str | None, limit: int) -> ops.Steps:
-    return (yield ops.Select(_statuses(status), _limit(limit), kind))
+def _select(
+    status: StatusFilter, kind: str | None, limit: int, after: EffectRecord | Cursor | None
+) -> ops.Steps:
+    return (yield ops.Select(_statuses(status), _limit(limit), kind, _after(after)))
+
+
+def _holds(key: str) -> ops.Steps:
+    record = yield from review.find(key)
+    rows = yield ops.HoldsOf(record.key)
+    return [Hold(f, HoldKind(k), ref, amount, HoldStatus(st)) for f, k, ref, amount, st in rows]
+
+
+def _counts(status: StatusFilter) -> ops.Steps:
+    return (yield ops.Counts(_statuses(status)))
 
 
 def _events(key: str) -> ops.Steps:

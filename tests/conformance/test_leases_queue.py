@@ -90,6 +90,24 @@ def test_a_taken_over_holder_gets_lease_lost(store: Any) -> None:
         assert Lease(store, "run", owner="newer", ttl=10, clock=clock).acquire()
 
 
+def test_anyone_can_read_who_holds_a_lease(store: Any) -> None:
+    clock = FrozenClock(T0)
+    reader = Lease(store, "review:k1", owner="bo", ttl=60, clock=clock)
+    assert reader.current() is None
+    with Lease(store, "review:k1", owner="ana", ttl=60, clock=clock):
+        held = reader.current()
+        assert held is not None and held.owner == "ana" and held.expires_at == T0 + 60
+        assert held.live(clock.now()) and reader.record is None  # a read takes nothing
+    released = reader.current()
+    assert released is not None and not released.live(clock.now())
+
+    async def read() -> str | None:
+        record = await AsyncLease(store, "review:k1", clock=clock).current()
+        return None if record is None else record.owner
+
+    assert asyncio.run(read()) == ""
+
+
 def test_async_lease_has_the_same_names(store: Any) -> None:
     clock = FrozenClock(T0)
 

@@ -188,3 +188,33 @@ def test_ledger_runs_one_effect_end_to_end(store: Any) -> None:
         EventType.EXECUTING,
         EventType.CONFIRMED,
     ]
+
+
+def test_select_pages_by_keyset_over_several_statuses(store: Any) -> None:
+    # Ties on updated_at are broken by the key; a page starts strictly after
+    # the (updated_at, key) of the previous page's last row.
+    rows = [
+        record(f"k{i:02d}", status, updated_at=T0 + i // 2, kind="like" if i % 3 else "post")
+        for i, status in enumerate([Status.UNKNOWN, Status.NEEDS_REVIEW, Status.CONFIRMED] * 4)
+    ]
+    for r in rows:
+        assert store.claim(r, None, event(r)).acquired
+    wanted = [Status.UNKNOWN, Status.NEEDS_REVIEW]
+    expected = [r.key for r in rows if r.status in wanted]
+    seen: list[str] = []
+    after = None
+    while True:
+        page = store.select(wanted, 3) if after is None else store.select(wanted, 3, None, after)
+        if not page:
+            break
+        assert len(page) <= 3
+        seen += [r.key for r in page]
+        after = (page[-1].updated_at, page[-1].key)
+    assert seen == expected
+    likes = store.select(wanted, 100, "like", (T0 + 1, "k02"))
+    assert [r.key for r in likes] == [
+        r.key for r in rows[3:] if r.status in wanted and r.kind == "like"
+    ]
+    assert store.counts(wanted) == {Status.UNKNOWN: 4, Status.NEEDS_REVIEW: 4}
+    assert store.counts([Status.FAILED]) == {Status.FAILED: 0}
+    assert store.counts()[Status.CONFIRMED] == 4

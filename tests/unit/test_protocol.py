@@ -477,6 +477,35 @@ def test_ambiguous_prefix_is_refused(ledger: Facade, provider: FakeProvider) -> 
     assert ledger.list(Status.FAILED) == []
 
 
+def test_list_pages_by_keyset_and_counts_chosen_statuses(
+    ledger: Facade, provider: FakeProvider, clock: FrozenClock
+) -> None:
+    for i in range(5):
+        # Even ones fail before the provider commits: absence that proves nothing.
+        provider.faults.fail_before_commit = 1.0 if i % 2 == 0 else 0.0
+        effect = provider.effect(f"{REF}-{i}", policy=Policy(settle_seconds=1.0))
+        ledger.run(replace(effect, key=f"page-{i}"))
+        clock.advance(10.0)
+    statuses = [r.status for r in ledger.list()]
+    assert set(statuses) == {Status.NEEDS_REVIEW, Status.CONFIRMED}
+    review = ["page-0", "page-2", "page-4"]
+    first = ledger.list(["needs_review", Status.UNKNOWN], limit=2)
+    assert [r.key for r in first] == review[:2]
+    rest = ledger.list(["needs_review", Status.UNKNOWN], limit=2, after=first[-1])
+    assert [r.key for r in rest] == review[2:]
+    same = ledger.list(Status.NEEDS_REVIEW, after=(first[-1].updated_at, first[-1].key))
+    assert [r.key for r in same] == review[2:]
+    assert ledger.counts(["needs_review", "unknown"]) == {Status.NEEDS_REVIEW: 3, Status.UNKNOWN: 0}
+    assert ledger.counts() == {Status.NEEDS_REVIEW: 3, Status.CONFIRMED: 2}
+    for bad in ({"after": (1.0,)}, {"after": ("1", "k")}, {"after": (float("nan"), "k")}):
+        with pytest.raises(UsageError):
+            ledger.list(**bad)
+    with pytest.raises(UsageError):
+        ledger.list([])
+    with pytest.raises(UsageError):
+        ledger.counts(["confirmed", "nope"])
+
+
 # --- secrets at rest (SQLite only: read the raw file) ----------------------------------------
 
 

@@ -83,6 +83,10 @@ class Fact:
         if isinstance(self.value, Decimal):
             object.__setattr__(self, "value", str(self.value))
 
+    def freshness(self, now: float) -> Freshness:
+        """``fresh`` inside its validity window at ledger time ``now``, else ``stale``."""
+        return freshness(self, now)
+
     def as_json(self) -> dict[str, Any]:
         """The fact as JSON."""
         return {

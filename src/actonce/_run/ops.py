@@ -22,7 +22,7 @@ explorer or a simulator may answer them any other way.
 | ``Refresh``     | ``Refreshed`` (facts, or why there are none)   |
 | ``ReplacePacket``| ``Packet | None`` (``None``: it moved meanwhile)|
 | ``MatchPrefix``, ``Events``, ``Select``, ``OpenEffects``, ``Counts``,   |
-| ``Duplicates``  | the store's answer (read-only queries)         |
+| ``Duplicates``, ``HoldsOf`` | the store's answer (read-only queries) |
 
 Store writes raise ``LedgerError`` into the generator (``throw``) when they
 fail; everything else a user callable raises is folded into its answer.
@@ -63,6 +63,7 @@ __all__ = [
     "Evidence",
     "Get",
     "GetPacket",
+    "HoldsOf",
     "MatchPrefix",
     "Now",
     "Op",
@@ -300,12 +301,29 @@ class Events(StoreOp):
 
 @dataclass(frozen=True, slots=True)
 class Select(StoreOp):
-    """Effects of some statuses (all when ``None``) and kind, oldest change first."""
+    """Effects of some statuses (all when ``None``) and kind, oldest change first.
+
+    ``after``: the ``(updated_at, key)`` of the last row of the previous page.
+    """
 
     primitive: ClassVar[str] = "select"
     statuses: tuple[Status, ...] | None
     limit: int
     kind: str | None = None
+    after: tuple[float, str] | None = None
+
+    def args(self) -> tuple[Any, ...]:
+        # A store written before keyset pages is asked for them only when used.
+        base = (self.statuses, self.limit, self.kind)
+        return base if self.after is None else (*base, self.after)
+
+
+@dataclass(frozen=True, slots=True)
+class HoldsOf(StoreOp):
+    """The holds every claim of ``key`` took: ``(fence, kind, ref, amount, status)`` rows."""
+
+    primitive: ClassVar[str] = "holds_of"
+    key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,9 +336,13 @@ class OpenEffects(StoreOp):
 
 @dataclass(frozen=True, slots=True)
 class Counts(StoreOp):
-    """How many effects are in each status."""
+    """How many effects are in each status (only ``statuses``, when given)."""
 
     primitive: ClassVar[str] = "counts"
+    statuses: tuple[Status, ...] | None = None
+
+    def args(self) -> tuple[Any, ...]:
+        return () if self.statuses is None else (self.statuses,)
 
 
 @dataclass(frozen=True, slots=True)

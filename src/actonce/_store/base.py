@@ -11,8 +11,11 @@ same transaction. A lost race is a value, never an exception.
   durable=)`` (compare-and-set; ``None`` when the row no longer matches),
   ``extend(key, expect, lease_expires_at)`` (an owner's fenced lease
   extension while it performs; no event: nothing changes state),
-  ``append_event``, ``get``, ``match_prefix``, ``select``, ``open_effects``,
-  ``counts``, ``duplicates``, ``events``, ``close``.
+  ``append_event``, ``get``, ``match_prefix``, ``select`` (keyset pages:
+  ``after=(updated_at, key)``; a store of your own is asked for ``after``
+  only when a caller pages), ``open_effects``, ``counts`` (of chosen
+  ``statuses``, likewise only when asked), ``duplicates``, ``events``,
+  ``close``.
 - :class:`LeaseStore`: operator leases (see :mod:`actonce._leases`).
 - :class:`QueueStore`: work hand-out (see :mod:`actonce._queue`).
 - :class:`IntentStore`, :class:`ApprovalStore`: versioned intents, approval
@@ -102,12 +105,16 @@ class EffectStore(Protocol):
     def events(self, key: str) -> list[Event]: ...
 
     def select(
-        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
+        self,
+        statuses: Iterable[Status] | None = None,
+        limit: int = 100,
+        kind: str | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[EffectRecord]: ...
 
     def open_effects(self, limit: int = 1000) -> list[EffectRecord]: ...
 
-    def counts(self) -> dict[Status, int]: ...
+    def counts(self, statuses: Iterable[Status] | None = None) -> dict[Status, int]: ...
 
     def duplicates(self) -> int: ...
 
@@ -293,12 +300,16 @@ class AsyncEffectStore(Protocol):
     async def events(self, key: str) -> list[Event]: ...
 
     async def select(
-        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
+        self,
+        statuses: Iterable[Status] | None = None,
+        limit: int = 100,
+        kind: str | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[EffectRecord]: ...
 
     async def open_effects(self, limit: int = 1000) -> list[EffectRecord]: ...
 
-    async def counts(self) -> dict[Status, int]: ...
+    async def counts(self, statuses: Iterable[Status] | None = None) -> dict[Status, int]: ...
 
     async def duplicates(self) -> int: ...
 

@@ -44,7 +44,7 @@ from .._rules.errors import (
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
 from .._rules.secrets import mask_url
-from . import gated_ops
+from . import gated_ops, listing
 from . import migrations as _migrations
 from . import postgres_ops as ops
 from .base import Expect
@@ -446,9 +446,9 @@ class PostgresStore:
     extend = _sync(ops.extend)
     append_event = _sync(ops.append_event)
     events = _sync(ops.events)
-    select = _sync(ops.select)
+    select = _sync(_q(listing.select))
     open_effects = _sync(ops.open_effects)
-    counts = _sync(ops.counts)
+    counts = _sync(_q(listing.counts))
     duplicates = _sync(ops.duplicates)
     server_time = _sync(ops.server_time)
     lease_acquire = _sync(ops.lease_acquire)
@@ -615,9 +615,9 @@ class AsyncPostgresStore:
     extend = _async(ops.extend)
     append_event = _async(ops.append_event)
     events = _async(ops.events)
-    select = _async(ops.select)
+    select = _async(_q(listing.select))
     open_effects = _async(ops.open_effects)
-    counts = _async(ops.counts)
+    counts = _async(_q(listing.counts))
     duplicates = _async(ops.duplicates)
     server_time = _async(ops.server_time)
     lease_acquire = _async(ops.lease_acquire)

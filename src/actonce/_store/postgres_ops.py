@@ -21,7 +21,6 @@ a connection that could not be had: :class:`LedgerUnavailable`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import psycopg
@@ -205,33 +204,9 @@ def events(key: str) -> Work[list[Event]]:
     return [event_from_row(int(r[0]), r[1:]) for r in rows]
 
 
-def select(
-    statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
-) -> Work[list[EffectRecord]]:
-    where: list[str] = []
-    params: list[Any] = []
-    if statuses is not None:
-        where.append("status = ANY(%s)")
-        params.append([s.value for s in statuses])
-    if kind is not None:
-        where.append("kind = %s")
-        params.append(kind)
-    text = f"SELECT {q.COLS} FROM effects"
-    if where:
-        text += " WHERE " + " AND ".join(where)
-    text += " ORDER BY updated_at, key LIMIT %s"
-    _, rows = yield Stmt(text, (*params, limit))
-    return [record_from_row(r) for r in rows]
-
-
 def open_effects(limit: int = 1000) -> Work[list[EffectRecord]]:
     _, rows = yield Stmt(OPEN, (limit,))
     return [record_from_row(r) for r in rows]
-
-
-def counts() -> Work[dict[Status, int]]:
-    _, rows = yield Stmt(q.COUNTS)
-    return {Status(r[0]): int(r[1]) for r in rows}
 
 
 def duplicates() -> Work[int]:

@@ -25,7 +25,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .._rules.errors import (
@@ -37,7 +37,7 @@ from .._rules.errors import (
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import gated_ops
+from . import gated_ops, listing
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -405,6 +405,11 @@ class SQLiteStore:
     receipt_put = _writes(gated_ops.receipt_put)
     receipt_get = _reads(gated_ops.receipt_get)
 
+    # --- listings (see listing) -------------------------------------------------
+
+    select = _reads(listing.select)
+    counts = _reads(listing.counts)
+
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])
 
@@ -421,32 +426,9 @@ class SQLiteStore:
         rows = self._read(lambda c: c.execute(q.EVENTS, (key,)).fetchall())
         return [event_from_row(int(r[0]), r[1:]) for r in rows]
 
-    def select(
-        self, statuses: Iterable[Status] | None = None, limit: int = 100, kind: str | None = None
-    ) -> list[EffectRecord]:
-        where, params = [], []
-        if statuses is not None:
-            wanted = [s.value for s in statuses]
-            where.append(f"status IN ({', '.join('?' for _ in wanted)})")
-            params.extend(wanted)
-        if kind is not None:
-            where.append("kind = ?")
-            params.append(kind)
-        text = f"SELECT {q.COLS} FROM effects"
-        if where:
-            text += " WHERE " + " AND ".join(where)
-        text += " ORDER BY updated_at, key LIMIT ?"
-        all_params: list[Any] = [*params, limit]
-        rows = self._read(lambda c: c.execute(text, all_params).fetchall())
-        return [record_from_row(r) for r in rows]
-
     def open_effects(self, limit: int = 1000) -> list[EffectRecord]:
         rows = self._read(lambda c: c.execute(q.OPEN, (limit,)).fetchall())
         return [record_from_row(r) for r in rows]
-
-    def counts(self) -> dict[Status, int]:
-        rows = self._read(lambda c: c.execute(q.COUNTS).fetchall())
-        return {Status(r[0]): int(r[1]) for r in rows}
 
     def duplicates(self) -> int:
         return int(self._read(lambda c: c.execute(q.DUPLICATES).fetchone()[0]))

@@ -6,8 +6,8 @@ argument) prints one line on stderr and exits non-zero; no tracebacks.
 
 Exit codes, for every command: 0 done; 1 an error (one line on stderr); 2 a
 bad command line; 3 ``reconcile`` left effects open or unverifiable (run it
-again later, or review them); 130 interrupted. ``demo``, ``chaos`` and
-``sandbox`` document their own.
+again later, or review them); 130 interrupted. ``demo``, ``chaos``,
+``sandbox`` and ``console`` document their own.
 """
 
 from __future__ import annotations
@@ -131,6 +131,7 @@ _DELEGATED = {
     "demo": ("actonce.demo", "the browser demo: agents, faults, kills, report"),
     "chaos": ("actonce.chaos", "randomized kill campaigns against a fake provider"),
     "sandbox": ("actonce.sandbox", "run the sandbox target app"),
+    "console": ("actonce.console", "the review console: did it happen? (a web app)"),
 }
 
 

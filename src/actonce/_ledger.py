@@ -19,7 +19,7 @@ from ._effect import Effect, fingerprint_key_from_env, plan_of, reconcile_plan
 from ._registry import Registry
 from ._registry import registry as default_registry
 from ._rules.errors import ActOnceError, UsageError
-from ._rules.keys import EffectKey
+from ._rules.keys import EffectKey, check_name, is_name
 from ._rules.model import (
     EffectRecord,
     Event,
@@ -37,7 +37,7 @@ from ._run import ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
-from ._store.base import AsyncStore, EffectStore
+from ._store.base import AsyncEffectStore, AsyncStore, EffectStore
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
 
@@ -61,6 +61,12 @@ class _Base:
         fingerprint_key: FingerprintKey | None,
         url: str | None,
     ) -> None:
+        if fingerprint_key is not None and not isinstance(fingerprint_key, FingerprintKey):
+            raise UsageError(
+                f"fingerprint_key must be a FingerprintKey, not {type(fingerprint_key).__name__}"
+            )
+        if registry is not None and not isinstance(registry, Registry):
+            raise UsageError(f"registry must be a Registry, not {type(registry).__name__}")
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or default_registry
         self.fingerprint_key = (
@@ -128,6 +134,11 @@ def _limit(limit: Any) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1_000_000:
         raise UsageError(f"limit must be a whole number from 1 to 1,000,000, not {limit!r}")
     return limit
+
+
+def _progress(progress: Any) -> None:
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress must be callable or None, not {progress!r}")
 
 
 class Ledger(_Base):
@@ -242,6 +253,7 @@ class Ledger(_Base):
         One effect whose reconcile fails (a ledger error, an answer that
         cannot be stored) is reported in ``errors``; the pass goes on.
         """
+        _progress(progress)
         self._anchor()
         records = self._driver.run(_open(limit))
         work, live, missing = self._triage(records)
@@ -325,6 +337,8 @@ class AsyncLedger(_Base):
         fingerprint_key: FingerprintKey | None = None,
         url: str | None = None,
     ) -> None:
+        if not isinstance(store, EffectStore | AsyncEffectStore):
+            raise UsageError(f"AsyncLedger needs a store, not {type(store).__name__}")
         super().__init__(
             store, clock=clock, registry=registry, fingerprint_key=fingerprint_key, url=url
         )
@@ -398,6 +412,7 @@ class AsyncLedger(_Base):
         self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None
     ) -> ReconcileReport:
         """Verify every unfinished effect and move it on (never performs)."""
+        _progress(progress)
         await self._anchor()
         records = await self._driver.run(_open(limit))
         work, live, missing = self._triage(records)
@@ -472,6 +487,8 @@ def _one(op: ops.Op) -> ops.Steps:
 def _get(key: str) -> ops.Steps:
     if not isinstance(key, str):
         raise UsageError(f"a key is a string, not {type(key).__name__}")
+    if not is_name(key):  # no effect can have it: not a question for the backend
+        return None
     return (yield ops.Get(key))
 
 
@@ -480,6 +497,8 @@ def _open(limit: int) -> ops.Steps:
 
 
 def _select(status: Status | str | None, kind: str | None, limit: int) -> ops.Steps:
+    if kind is not None:
+        check_name(kind, "kind")
     return (yield ops.Select(_statuses(status), _limit(limit), kind))
 
 

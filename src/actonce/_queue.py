@@ -27,9 +27,10 @@ from typing import Any
 from ._effect import fingerprint_key_from_env
 from ._leases import default_owner, store_and_clock
 from ._rules.errors import InvalidKey, LeaseLost, UsageError
-from ._rules.keys import MAX_KEY_LENGTH, canonical_json
-from ._rules.secrets import FingerprintKey, redact
+from ._rules.keys import check_name, stored_payload
+from ._rules.secrets import FingerprintKey
 from ._run.clock import Clock
+from ._store.base import AsyncQueueStore, QueueStore
 from ._store.records import QueueItem
 from ._store.threads import threaded
 
@@ -40,9 +41,14 @@ def _payload_json(payload: Any, key: FingerprintKey | None) -> str:
     # Secrets never reach the queue table (invariant 8): a worker gets its
     # credentials out of band (its browser profile, the environment).
     try:
-        return canonical_json(redact(payload, key=key).payload)
+        return stored_payload(payload, key=key)[0]
     except InvalidKey as exc:
         raise UsageError(f"a queued payload must be JSON-able: {exc}") from exc
+
+
+def _item(item: Any) -> None:
+    if not isinstance(item, QueueItem):
+        raise UsageError(f"expected a QueueItem from take(), not {type(item).__name__}")
 
 
 class _QueueBase:
@@ -57,15 +63,14 @@ class _QueueBase:
         ok = isinstance(lease_seconds, int | float) and not isinstance(lease_seconds, bool)
         if not ok or not math.isfinite(lease_seconds) or lease_seconds <= 0:
             raise UsageError(f"lease_seconds must be a positive number, not {lease_seconds!r}")
-        self.store, self.clock = store_and_clock(target, clock)
+        self.store, self.clock = store_and_clock(target, clock, QueueStore | AsyncQueueStore)
         found = getattr(target, "fingerprint_key", None)
         self.fingerprint_key = found if found is not None else fingerprint_key_from_env()
-        self.worker = worker or default_owner()
+        self.worker = default_owner() if worker is None else check_name(worker, "a worker's name")
         self.lease_seconds = lease_seconds
 
     def _put_args(self, kind: str, payload: Any) -> tuple[Any, ...]:
-        if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KEY_LENGTH:
-            raise UsageError("a queued item needs a kind (a non-empty string)")
+        check_name(kind, "a queued item's kind")
         return (kind, _payload_json(payload, self.fingerprint_key), self.clock.now())
 
     def _take_args(self, limit: int) -> tuple[Any, ...]:
@@ -75,10 +80,12 @@ class _QueueBase:
         return (self.worker, now, now + self.lease_seconds, limit)
 
     def _extend_args(self, item: QueueItem) -> tuple[Any, ...]:
+        _item(item)
         now = self.clock.now()
         return (item.id, item.attempts, self.worker, now, now + self.lease_seconds)
 
     def _done_args(self, item: QueueItem) -> tuple[Any, ...]:
+        _item(item)
         return (item.id, item.attempts, self.worker, self.clock.now())
 
     def _check(self, ok: bool, item: QueueItem) -> None:

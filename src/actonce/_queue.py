@@ -28,7 +28,7 @@ from ._effect import fingerprint_key_from_env
 from ._leases import default_owner, store_and_clock
 from ._rules.errors import InvalidKey, LeaseLost, UsageError
 from ._rules.keys import check_name, stored_payload
-from ._rules.secrets import FingerprintKey
+from ._rules.secrets import FingerprintKey, check_secret_fields
 from ._run.clock import Clock
 from ._store.base import AsyncQueueStore, QueueStore
 from ._store.records import QueueItem
@@ -37,11 +37,11 @@ from ._store.threads import threaded
 __all__ = ["AsyncWorkQueue", "WorkQueue"]
 
 
-def _payload_json(payload: Any, key: FingerprintKey | None) -> str:
+def _payload_json(payload: Any, key: FingerprintKey | None, secret_fields: Any) -> str:
     # Secrets never reach the queue table (invariant 8): a worker gets its
     # credentials out of band (its browser profile, the environment).
     try:
-        return stored_payload(payload, key=key)[0]
+        return stored_payload(payload, key=key, secret_fields=check_secret_fields(secret_fields))[0]
     except InvalidKey as exc:
         raise UsageError(f"a queued payload must be JSON-able: {exc}") from exc
 
@@ -69,9 +69,10 @@ class _QueueBase:
         self.worker = default_owner() if worker is None else check_name(worker, "a worker's name")
         self.lease_seconds = lease_seconds
 
-    def _put_args(self, kind: str, payload: Any) -> tuple[Any, ...]:
+    def _put_args(self, kind: str, payload: Any, secret_fields: Any) -> tuple[Any, ...]:
         check_name(kind, "a queued item's kind")
-        return (kind, _payload_json(payload, self.fingerprint_key), self.clock.now())
+        text = _payload_json(payload, self.fingerprint_key, secret_fields)
+        return (kind, text, self.clock.now())
 
     def _take_args(self, limit: int) -> tuple[Any, ...]:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
@@ -104,9 +105,14 @@ class WorkQueue(_QueueBase):
     worker's without a :meth:`heartbeat`.
     """
 
-    def put(self, kind: str, payload: Any) -> int:
-        """Queue one item; returns its id."""
-        return int(self.store.queue_put(*self._put_args(kind, payload)))
+    def put(self, kind: str, payload: Any, *, secret_fields: tuple[str, ...] = ()) -> int:
+        """Queue one item; returns its id.
+
+        The payload is stored like an effect's: secret-named fields (and the
+        ``secret_fields`` named here) only redacted, or fingerprinted under
+        the ledger's fingerprint key.
+        """
+        return int(self.store.queue_put(*self._put_args(kind, payload, secret_fields)))
 
     def take(self, limit: int = 1) -> list[QueueItem]:
         """Take up to ``limit`` items nobody else holds (oldest first)."""
@@ -136,9 +142,9 @@ class AsyncWorkQueue(_QueueBase):
             self._threaded = threaded(self.store)
         return self._threaded
 
-    async def put(self, kind: str, payload: Any) -> int:
-        """Queue one item; returns its id."""
-        return int(await self._astore.queue_put(*self._put_args(kind, payload)))
+    async def put(self, kind: str, payload: Any, *, secret_fields: tuple[str, ...] = ()) -> int:
+        """Queue one item; returns its id (secrets redacted: see :meth:`WorkQueue.put`)."""
+        return int(await self._astore.queue_put(*self._put_args(kind, payload, secret_fields)))
 
     async def take(self, limit: int = 1) -> list[QueueItem]:
         """Take up to ``limit`` items nobody else holds (oldest first)."""

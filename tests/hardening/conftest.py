@@ -45,3 +45,33 @@ def pg_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, 
         yield populate(with_schema(dsn, schema), folder), dsn, schema
     finally:
         drop_schema(dsn, schema)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a new ledger goes, on each backend (``memory://`` lives in one object)."""
+    if request.param == "memory":
+        yield "memory://"
+    elif request.param == "sqlite":
+        yield str(tmp_path / "ledger.db")
+    else:
+        dsn = postgres_dsn()
+        schema = f"actonce_harden_{uuid.uuid4().hex[:10]}"
+        try:
+            yield with_schema(dsn, schema)
+        finally:
+            drop_schema(dsn, schema)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A new ledger's URL on each backend that stores text in a file or a server."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "ledger.db")
+    else:
+        dsn = postgres_dsn()
+        schema = f"actonce_harden_{uuid.uuid4().hex[:10]}"
+        try:
+            yield with_schema(dsn, schema)
+        finally:
+            drop_schema(dsn, schema)

@@ -16,9 +16,14 @@ from typing import Any
 
 from ._rules.errors import UsageError
 from ._rules.holds import Gate
-from ._rules.keys import MAX_KEY_LENGTH, EffectKey, canonical_json, check_text, payload_hash
+from ._rules.keys import (
+    EffectKey,
+    check_name,
+    payload_hash,
+    stored_payload,
+)
 from ._rules.model import EffectRecord, Policy, Verdict
-from ._rules.secrets import FingerprintKey, check_secret_fields, redact
+from ._rules.secrets import FingerprintKey, check_secret_fields
 from ._run.effect import Plan
 
 __all__ = ["Effect", "fingerprint_key_from_env", "new_run_id", "plan_of", "reconcile_plan"]
@@ -93,10 +98,10 @@ class Effect:
         key = self.key.value if isinstance(self.key, EffectKey) else self.key
         if not isinstance(key, str) or not key.strip():
             raise UsageError("an effect needs a key (a non-empty string or an EffectKey)")
-        _name(key, "the effect key")
+        check_name(key, "the effect key")
         if not isinstance(self.kind, str) or not self.kind.strip():
             raise UsageError("an effect needs a kind (a non-empty string)")
-        _name(self.kind, "the kind")
+        check_name(self.kind, "the kind")
         for name in ("perform", "verify"):
             if not callable(getattr(self, name)):
                 raise UsageError(f"an effect needs a callable {name}, not {getattr(self, name)!r}")
@@ -113,23 +118,14 @@ class Effect:
         object.__setattr__(self, "secret_fields", check_secret_fields(self.secret_fields))
 
 
-def _name(value: str, what: str) -> None:
-    check_text(value, what)
-    if len(value) > MAX_KEY_LENGTH:
-        raise UsageError(f"{what} is {len(value)} characters long; at most {MAX_KEY_LENGTH}")
-    if "\x00" in value:
-        raise UsageError(f"{what} cannot contain a NUL character")
-
-
 def plan_of(effect: Effect, key: FingerprintKey | None, run_id: str | None) -> Plan:
     """The protocol's plan for one run of ``effect``."""
     raw = effect.key
     scope = raw.scope if isinstance(raw, EffectKey) else "{}"
     text = raw.value if isinstance(raw, EffectKey) else raw
-    redaction = redact(effect.payload, key=key, secret_fields=effect.secret_fields)
-    stored = canonical_json(redaction.payload)
-    if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
-        raise UsageError("run_id must be a non-empty string")
+    if run_id is not None:
+        check_name(run_id, "run_id")
+    stored, redaction = stored_payload(effect.payload, key=key, secret_fields=effect.secret_fields)
     return Plan(
         key=text,
         kind=effect.kind,

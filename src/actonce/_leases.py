@@ -31,7 +31,9 @@ from types import TracebackType
 from typing import Any
 
 from ._rules.errors import LeaseHeld, LeaseLost, UsageError
+from ._rules.keys import check_name
 from ._run.clock import Clock, SystemClock
+from ._store.base import AsyncLeaseStore, LeaseStore
 from ._store.records import LeaseRecord, LeaseResult
 from ._store.threads import threaded
 
@@ -43,9 +45,15 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def store_and_clock(target: Any, clock: Clock | None) -> tuple[Any, Clock]:
-    """The store behind ``target`` (a ledger or a store) and the clock to use."""
+def store_and_clock(target: Any, clock: Clock | None, needs: Any) -> tuple[Any, Clock]:
+    """The store behind ``target`` (a ledger or a store) and the clock to use.
+
+    Raises:
+        UsageError: the store lacks the primitives ``needs`` (a store protocol) names.
+    """
     store = getattr(target, "store", target)
+    if not isinstance(store, needs):
+        raise UsageError(f"expected a ledger or a store, not {type(target).__name__}")
     return store, clock or getattr(target, "clock", None) or SystemClock()
 
 
@@ -61,15 +69,14 @@ class _LeaseBase:
         ttl: float = 60.0,
         clock: Clock | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise UsageError("a lease needs a name")
+        check_name(name, "a lease's name")
         if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not math.isfinite(ttl):
             raise UsageError(f"a lease's ttl must be a finite number of seconds, not {ttl!r}")
         if ttl <= 0:
             raise UsageError("a lease needs a positive ttl")
-        self.store, self.clock = store_and_clock(target, clock)
+        self.store, self.clock = store_and_clock(target, clock, LeaseStore | AsyncLeaseStore)
         self.name = name
-        self.owner = owner or default_owner()
+        self.owner = default_owner() if owner is None else check_name(owner, "a lease's owner")
         self.ttl = ttl
         self.record: LeaseRecord | None = None
         """The lease as last written by this holder (``None`` when not held)."""

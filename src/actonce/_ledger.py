@@ -24,7 +24,7 @@ from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
 from ._rules.holds import HoldKind, HoldStatus
-from ._rules.keys import EffectKey
+from ._rules.keys import EffectKey, check_name, is_name
 from ._rules.model import (
     EffectRecord,
     Event,
@@ -44,7 +44,7 @@ from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
 from ._run.ops import Op
-from ._store.base import AsyncStore, EffectStore
+from ._store.base import AsyncEffectStore, AsyncStore, EffectStore
 from ._store.records import Hold
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
@@ -71,6 +71,12 @@ class _Base:
         url: str | None,
         signing_keys: SigningKeys | None = None,
     ) -> None:
+        if fingerprint_key is not None and not isinstance(fingerprint_key, FingerprintKey):
+            raise UsageError(
+                f"fingerprint_key must be a FingerprintKey, not {type(fingerprint_key).__name__}"
+            )
+        if registry is not None and not isinstance(registry, Registry):
+            raise UsageError(f"registry must be a Registry, not {type(registry).__name__}")
         self.clock: Clock = clock or SystemClock()
         self._signing_keys = signing_keys
         self.registry = registry or default_registry
@@ -168,6 +174,11 @@ def _limit(limit: Any) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1_000_000:
         raise UsageError(f"limit must be a whole number from 1 to 1,000,000, not {limit!r}")
     return limit
+
+
+def _progress(progress: Any) -> None:
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress must be callable or None, not {progress!r}")
 
 
 class Ledger(_Base):
@@ -306,6 +317,7 @@ class Ledger(_Base):
         One effect whose reconcile fails (a ledger error, an answer that
         cannot be stored) is reported in ``errors``; the pass goes on.
         """
+        _progress(progress)
         self._anchor()
         records = self._driver.run(_open(limit))
         work, live, missing = self._triage(records)
@@ -424,6 +436,8 @@ class AsyncLedger(_Base):
         url: str | None = None,
         signing_keys: SigningKeys | None = None,
     ) -> None:
+        if not isinstance(store, EffectStore | AsyncEffectStore):
+            raise UsageError(f"AsyncLedger needs a store, not {type(store).__name__}")
         super().__init__(
             store,
             clock=clock,
@@ -520,6 +534,7 @@ class AsyncLedger(_Base):
         self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None
     ) -> ReconcileReport:
         """Verify every unfinished effect and move it on (never performs)."""
+        _progress(progress)
         await self._anchor()
         records = await self._driver.run(_open(limit))
         work, live, missing = self._triage(records)
@@ -609,6 +624,8 @@ def _one(op: ops.Op) -> ops.Steps:
 def _get(key: str) -> ops.Steps:
     if not isinstance(key, str):
         raise UsageError(f"a key is a string, not {type(key).__name__}")
+    if not is_name(key):  # no effect can have it: not a question for the backend
+        return None
     return (yield ops.Get(key))
 
 
@@ -619,6 +636,8 @@ def _open(limit: int) -> ops.Steps:
 def _select(
     status: StatusFilter, kind: str | None, limit: int, after: EffectRecord | Cursor | None
 ) -> ops.Steps:
+    if kind is not None:
+        check_name(kind, "kind")
     return (yield ops.Select(_statuses(status), _limit(limit), kind, _after(after)))
 
 

@@ -27,22 +27,28 @@ from typing import Any
 from ._effect import fingerprint_key_from_env
 from ._leases import default_owner, store_and_clock
 from ._rules.errors import InvalidKey, LeaseLost, UsageError
-from ._rules.keys import MAX_KEY_LENGTH, canonical_json
-from ._rules.secrets import FingerprintKey, redact
+from ._rules.keys import check_name, stored_payload
+from ._rules.secrets import FingerprintKey, check_secret_fields
 from ._run.clock import Clock
+from ._store.base import AsyncQueueStore, QueueStore
 from ._store.records import QueueItem
 from ._store.threads import threaded
 
 __all__ = ["AsyncWorkQueue", "WorkQueue"]
 
 
-def _payload_json(payload: Any, key: FingerprintKey | None) -> str:
+def _payload_json(payload: Any, key: FingerprintKey | None, secret_fields: Any) -> str:
     # Secrets never reach the queue table (invariant 8): a worker gets its
     # credentials out of band (its browser profile, the environment).
     try:
-        return canonical_json(redact(payload, key=key).payload)
+        return stored_payload(payload, key=key, secret_fields=check_secret_fields(secret_fields))[0]
     except InvalidKey as exc:
         raise UsageError(f"a queued payload must be JSON-able: {exc}") from exc
+
+
+def _item(item: Any) -> None:
+    if not isinstance(item, QueueItem):
+        raise UsageError(f"expected a QueueItem from take(), not {type(item).__name__}")
 
 
 class _QueueBase:
@@ -57,16 +63,16 @@ class _QueueBase:
         ok = isinstance(lease_seconds, int | float) and not isinstance(lease_seconds, bool)
         if not ok or not math.isfinite(lease_seconds) or lease_seconds <= 0:
             raise UsageError(f"lease_seconds must be a positive number, not {lease_seconds!r}")
-        self.store, self.clock = store_and_clock(target, clock)
+        self.store, self.clock = store_and_clock(target, clock, QueueStore | AsyncQueueStore)
         found = getattr(target, "fingerprint_key", None)
         self.fingerprint_key = found if found is not None else fingerprint_key_from_env()
-        self.worker = worker or default_owner()
+        self.worker = default_owner() if worker is None else check_name(worker, "a worker's name")
         self.lease_seconds = lease_seconds
 
-    def _put_args(self, kind: str, payload: Any) -> tuple[Any, ...]:
-        if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KEY_LENGTH:
-            raise UsageError("a queued item needs a kind (a non-empty string)")
-        return (kind, _payload_json(payload, self.fingerprint_key), self.clock.now())
+    def _put_args(self, kind: str, payload: Any, secret_fields: Any) -> tuple[Any, ...]:
+        check_name(kind, "a queued item's kind")
+        text = _payload_json(payload, self.fingerprint_key, secret_fields)
+        return (kind, text, self.clock.now())
 
     def _take_args(self, limit: int) -> tuple[Any, ...]:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
@@ -75,10 +81,12 @@ class _QueueBase:
         return (self.worker, now, now + self.lease_seconds, limit)
 
     def _extend_args(self, item: QueueItem) -> tuple[Any, ...]:
+        _item(item)
         now = self.clock.now()
         return (item.id, item.attempts, self.worker, now, now + self.lease_seconds)
 
     def _done_args(self, item: QueueItem) -> tuple[Any, ...]:
+        _item(item)
         return (item.id, item.attempts, self.worker, self.clock.now())
 
     def _check(self, ok: bool, item: QueueItem) -> None:
@@ -97,9 +105,14 @@ class WorkQueue(_QueueBase):
     worker's without a :meth:`heartbeat`.
     """
 
-    def put(self, kind: str, payload: Any) -> int:
-        """Queue one item; returns its id."""
-        return int(self.store.queue_put(*self._put_args(kind, payload)))
+    def put(self, kind: str, payload: Any, *, secret_fields: tuple[str, ...] = ()) -> int:
+        """Queue one item; returns its id.
+
+        The payload is stored like an effect's: secret-named fields (and the
+        ``secret_fields`` named here) only redacted, or fingerprinted under
+        the ledger's fingerprint key.
+        """
+        return int(self.store.queue_put(*self._put_args(kind, payload, secret_fields)))
 
     def take(self, limit: int = 1) -> list[QueueItem]:
         """Take up to ``limit`` items nobody else holds (oldest first)."""
@@ -129,9 +142,9 @@ class AsyncWorkQueue(_QueueBase):
             self._threaded = threaded(self.store)
         return self._threaded
 
-    async def put(self, kind: str, payload: Any) -> int:
-        """Queue one item; returns its id."""
-        return int(await self._astore.queue_put(*self._put_args(kind, payload)))
+    async def put(self, kind: str, payload: Any, *, secret_fields: tuple[str, ...] = ()) -> int:
+        """Queue one item; returns its id (secrets redacted: see :meth:`WorkQueue.put`)."""
+        return int(await self._astore.queue_put(*self._put_args(kind, payload, secret_fields)))
 
     async def take(self, limit: int = 1) -> list[QueueItem]:
         """Take up to ``limit`` items nobody else holds (oldest first)."""

@@ -16,6 +16,7 @@ The CLI loads registrations from the modules named in ``--verifiers`` or in
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Awaitable, Callable
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from ._rules.errors import UsageError
+from ._rules.keys import check_name
 from ._rules.model import EffectRecord, Policy, Verdict
+from ._rules.secrets import scrub_text
 
 __all__ = ["Registry", "VerifierEntry", "registry"]
 
@@ -49,6 +52,7 @@ class Registry:
         """Register ``verify`` for ``kind`` (replacing an earlier one)."""
         if not isinstance(kind, str) or not kind.strip():
             raise UsageError("a verifier needs a kind")
+        check_name(kind, "a verifier's kind")
         if not callable(verify):
             raise UsageError(f"a verifier must be callable, not {verify!r}")
         if policy is not None and not isinstance(policy, Policy):
@@ -79,21 +83,27 @@ class Registry:
         ``ACTONCE_VERIFIERS`` variable and the ``actonce.verifiers`` entry points.
 
         Raises:
-            UsageError: a named module cannot be imported.
+            UsageError: a named module cannot be imported (it raised, it has a
+                syntax error, it called ``sys.exit``).
         """
+        if modules is not None and not isinstance(modules, str):
+            raise UsageError(
+                f"modules is a comma-separated string of module names, not {modules!r:.60}"
+            )
         names = [m for m in (modules or os.environ.get("ACTONCE_VERIFIERS", "")).split(",") if m]
         for name in names:
-            try:
-                importlib.import_module(name.strip())
-            except Exception as exc:  # a syntax error or a failing import is the user's
-                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-                raise UsageError(f"cannot import verifier module {name.strip()!r}: {why}") from exc
+            module = name.strip()
+            _load(f"verifier module {module!r}", functools.partial(importlib.import_module, module))
         for ep in metadata.entry_points(group="actonce.verifiers"):
-            try:
-                ep.load()
-            except Exception as exc:
-                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-                raise UsageError(f"cannot load verifier entry point {ep.name!r}: {why}") from exc
+            _load(f"verifier entry point {ep.name!r}", ep.load)
+
+
+def _load(what: str, load: Callable[[], object]) -> None:
+    try:
+        load()
+    except (Exception, SystemExit) as exc:  # a failing import is the user's; Ctrl-C is not
+        why = scrub_text(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+        raise UsageError(f"cannot import {what}: {why}") from exc
 
 
 #: The default registry used by the CLI and by ``Ledger.reconcile``.

@@ -21,23 +21,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidKey
-from .secrets import is_secret_name
+from .errors import InvalidKey, UsageError
+from .secrets import FingerprintKey, Redaction, is_secret_name, redact, scrub_url
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_KEY_LENGTH",
     "EffectKey",
     "canonical_json",
+    "check_json",
+    "check_name",
     "check_text",
     "effect_key",
+    "is_name",
     "payload_hash",
+    "stored_payload",
 ]
 
 #: How deep a payload may nest (deeper is refused, not a RecursionError).
 MAX_DEPTH = 100
-#: The longest effect key or kind (every backend indexes them; PostgreSQL's
-#: btree refuses entries over about 2.7 kB).
+#: The longest name actonce stores and indexes: an effect key or kind, a run
+#: id, a lease name or owner, a queue kind or worker. Every backend indexes
+#: some of them and PostgreSQL's btree refuses entries over about 2.7 kB:
+#: 512 characters are at most 2,048 bytes of UTF-8.
 MAX_KEY_LENGTH = 512
 
 _VOLATILE_NAMES = frozenset(
@@ -56,13 +62,22 @@ def canonical_json(value: Any) -> str:
     Raises:
         InvalidKey: ``value`` holds something JSON cannot represent exactly.
     """
-    _check_jsonable(value, 0, set())
+    check_json(value)
     try:
         return json.dumps(
             value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
     except (TypeError, ValueError) as exc:
         raise InvalidKey(f"not canonical JSON: {exc}") from exc
+
+
+def check_json(value: Any) -> None:
+    """Raise :class:`InvalidKey` unless ``value`` has one exact canonical JSON form.
+
+    The walk stops at :data:`MAX_DEPTH`: a payload nested a thousand levels
+    deep, or one that contains itself, is refused, never a ``RecursionError``.
+    """
+    _check_jsonable(value, 0, set())
 
 
 def check_text(text: str, what: str) -> str:
@@ -72,6 +87,56 @@ def check_text(text: str, what: str) -> str:
     except UnicodeEncodeError:
         raise InvalidKey(f"{what} holds a lone surrogate, which has no UTF-8 form") from None
     return text
+
+
+def check_name(value: Any, what: str) -> str:
+    """A name actonce stores and indexes (see :data:`MAX_KEY_LENGTH`), checked.
+
+    The one rule for every such name: a non-empty string with a UTF-8 form,
+    no NUL (PostgreSQL's text type refuses it) and at most
+    :data:`MAX_KEY_LENGTH` characters.
+
+    Raises:
+        UsageError: not such a string (:class:`InvalidKey` for a lone surrogate).
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{what} must be a non-empty string, not {value!r:.60}")
+    check_text(value, what)
+    if len(value) > MAX_KEY_LENGTH:
+        raise UsageError(f"{what} is {len(value)} characters long; at most {MAX_KEY_LENGTH}")
+    if "\x00" in value:
+        raise UsageError(f"{what} cannot contain a NUL character")
+    return value
+
+
+def is_name(value: Any) -> bool:
+    """Whether ``value`` passes :func:`check_name`: could such a name be stored at all?
+
+    A lookup by a name that cannot be stored (a NUL, a lone surrogate) finds
+    nothing, without asking a backend that would refuse the text.
+    """
+    try:
+        check_name(value, "a name")
+    except UsageError:
+        return False
+    return True
+
+
+def stored_payload(
+    payload: Any, *, key: FingerprintKey | None = None, secret_fields: tuple[str, ...] = ()
+) -> tuple[str, Redaction]:
+    """A payload as the ledger keeps it: canonical JSON with its secrets redacted.
+
+    The whole payload must be JSON (secret fields too: a set under
+    ``password`` is as wrong as one anywhere else), checked before anything
+    walks it.
+
+    Raises:
+        InvalidKey: the payload has no canonical JSON form.
+    """
+    check_json(payload)
+    redaction = redact(payload, key=key, secret_fields=secret_fields)
+    return canonical_json(redaction.payload), redaction
 
 
 def _check_jsonable(value: Any, depth: int, path: set[int]) -> None:
@@ -137,7 +202,9 @@ def effect_key(
             ``part=3`` for one part of a thread.
 
     Raises:
-        InvalidKey: a field is empty or named like a volatile value.
+        InvalidKey: a field is empty, named like a volatile value or a
+            secret, or holds a URL with credentials (the scope is stored in
+            clear).
     """
     fields: dict[str, Any] = {
         "tenant": tenant,
@@ -162,6 +229,12 @@ def effect_key(
         if value is not None and not isinstance(value, str | int | bool):
             raise InvalidKey(f"key field {name!r} must be a string, number or boolean")
         fields[name] = value
+    for name, value in fields.items():
+        if isinstance(value, str) and "://" in value and scrub_url(value) != value:
+            raise InvalidKey(
+                f"key field {name!r} holds a URL with credentials or a token; "
+                "a key's fields are stored in clear (leave the secret out of the key)"
+            )
     scope = canonical_json(fields)
     return EffectKey(hashlib.sha256(scope.encode()).hexdigest(), scope)
 

@@ -113,7 +113,17 @@ class Confirmed:
     def __post_init__(self) -> None:
         if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
             raise UsageError(f"Confirmed.count must be a whole number >= 1, not {self.count!r}")
-        object.__setattr__(self, "refs", tuple(self.refs))
+        if self.result_ref is not None and not isinstance(self.result_ref, str):
+            raise UsageError(
+                f"Confirmed.result_ref is a string or None, not {type(self.result_ref).__name__}"
+            )
+        # A string is a sequence too: "abc" would become three references.
+        refs = self.refs
+        if isinstance(refs, str) or not isinstance(refs, tuple | list):
+            raise UsageError(f"Confirmed.refs is a tuple of strings, not {type(refs).__name__}")
+        if not all(isinstance(r, str) for r in refs):
+            raise UsageError("Confirmed.refs holds strings only")
+        object.__setattr__(self, "refs", tuple(refs))
         if self.count == 1 and self.refs in ((), (self.result_ref,)):
             # One match: its ref is result_ref. Confirmed(url) == Confirmed(url, 1, (url,)).
             object.__setattr__(self, "refs", ())
@@ -129,6 +139,10 @@ class Unavailable:
     """The result could not be checked reliably; ``reason`` says why."""
 
     reason: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str):
+            raise UsageError(f"Unavailable.reason is a string, not {type(self.reason).__name__}")
 
 
 Verdict = Confirmed | Absent | Unavailable

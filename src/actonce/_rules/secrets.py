@@ -4,11 +4,14 @@ Theory of operation. A payload field is secret when its *name* says so, at
 any depth, however it is spelled: names are split into words (``-``, ``_``,
 spaces, camelCase: ``X-Api-Key`` → ``x api key``, ``accessToken`` →
 ``access token``) and a name is secret when one of its words is a secret
-word (``password``, ``token``, ``cookie``, ``secret``, ``csrf``, ``cvv`` …) or
-two neighbouring words form a secret pair (``api key``, ``private key``,
-``card number`` …). Header pairs (``[["Authorization", "Bearer …"]]``) are
-secret by their first element. The caller may declare more names
-(``secret_fields``: plain names match at any depth, dotted names one path).
+word (``password``, ``token``, ``cookie``, ``secret``, ``csrf``, ``cvv``,
+``pin``, ``otp`` …), when two neighbouring words form a secret pair (``api
+key``, ``private key``, ``card number`` …), or when its words run together
+around an unmistakable one (``sslpassword``, ``authtoken``,
+``clientsecret``: see :data:`SECRET_INFIXES`). Header pairs
+(``[["Authorization", "Bearer …"]]``) are secret by their first element.
+The caller may declare more names (``secret_fields``: plain names match at
+any depth, dotted names one path).
 
 A secret value is replaced by ``{"$secret": "redacted"}``, or, when a
 fingerprint key is configured (outside the ledger: see
@@ -32,7 +35,7 @@ import hmac
 import itertools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -41,11 +44,13 @@ from .errors import UsageError
 
 __all__ = [
     "REDACTED",
+    "SECRET_INFIXES",
     "SECRET_PAIRS",
     "SECRET_WORDS",
     "FingerprintKey",
     "Redaction",
     "check_secret_fields",
+    "is_header_pair",
     "is_secret_name",
     "mask_url",
     "redact",
@@ -113,6 +118,27 @@ SECRET_PAIRS = frozenset(
         ("one", "time"),
     }
 )
+#: Words so unmistakable that a name holding them anywhere is secret, even run
+#: together with others (``sslpassword``, ``xauthtoken``, ``setcookie``).
+#: Short words (``pin``, ``otp``, ``sid``, ``pan``) only count as whole words:
+#: ``shipping`` and ``company`` are not secrets.
+SECRET_INFIXES = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "cookie",
+    "csrf",
+    "xsrf",
+    "apikey",
+    "authorization",
+    "credential",
+    "bearer",
+    "cardnumber",
+    "sessionid",
+    "privatekey",
+)
 #: Whole names that are secret though no word is (a card object, a bare "pass").
 _SECRET_WHOLE = frozenset({"card", "pass", "key_material"})
 
@@ -124,17 +150,44 @@ def words(name: str) -> tuple[str, ...]:
     return tuple(w.lower() for w in _WORD.findall(name))
 
 
-@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """Whether a field, header or parameter of this name holds a secret."""
+    """Whether a field, header or parameter of this name holds a secret.
+
+    Raises:
+        UsageError: ``name`` is not a string.
+    """
+    if not isinstance(name, str):
+        raise UsageError(f"a field name is a string, not {type(name).__name__}")
+    return _is_secret_name(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_name(name: str) -> bool:
     w = words(name)
     if not w:
         return False
-    if "_".join(w) in _SECRET_WHOLE or "".join(w) in SECRET_WORDS:
+    joined = "".join(w)
+    if "_".join(w) in _SECRET_WHOLE or joined in SECRET_WORDS:
         return True
     if any(x in SECRET_WORDS for x in w):
         return True
-    return any(pair in SECRET_PAIRS for pair in itertools.pairwise(w))
+    if any(pair in SECRET_PAIRS for pair in itertools.pairwise(w)):
+        return True
+    return any(infix in joined for infix in SECRET_INFIXES)
+
+
+def is_header_pair(value: Any) -> bool:
+    """Whether ``value`` is a ``[name, value]`` pair (an HTTP header, a form field)."""
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and not isinstance(value[1], Mapping)
+    )
+
+
+def _secret_pair(value: Any, declared: frozenset[str] = frozenset()) -> bool:
+    return is_header_pair(value) and (value[0] in declared or _is_secret_name(value[0]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +202,15 @@ class FingerprintKey:
     secret: bytes
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"[A-Za-z0-9._-]{1,32}", self.key_id):
+        if not isinstance(self.key_id, str) or not re.fullmatch(
+            r"[A-Za-z0-9._-]{1,32}", self.key_id
+        ):
             raise UsageError("a fingerprint key id is 1-32 characters of [A-Za-z0-9._-]")
+        if not isinstance(self.secret, bytes):
+            raise UsageError(
+                f"a fingerprint key's secret is bytes, not {type(self.secret).__name__} "
+                "(bytes.fromhex(...) of the hex key)"
+            )
         if len(self.secret) < 16:
             raise UsageError("a fingerprint key needs at least 16 bytes")
 
@@ -235,22 +295,18 @@ def _redact(
         for k, v in value.items():
             name = str(k)
             here = f"{path}.{name}" if path else name
-            if name in declared or here in declared or is_secret_name(name):
+            if name in declared or here in declared or _is_secret_name(name):
                 out[k] = _secret(v, key, found)
             else:
                 out[k] = _redact(v, key, declared, here, found)
         return out
     if isinstance(value, list | tuple):
-        if _is_header_pair(value) and (value[0] in declared or is_secret_name(value[0])):
+        if _secret_pair(value, declared):
             return [value[0], _secret(value[1], key, found)]
         return [_redact(v, key, declared, path, found) for v in value]
     if isinstance(value, str):
         return scrub_url(value) if "://" in value else value
     return value
-
-
-def _is_header_pair(value: Sequence[Any]) -> bool:
-    return len(value) == 2 and isinstance(value[0], str) and not isinstance(value[1], Mapping)
 
 
 # --- text and URLs -------------------------------------------------------------------------
@@ -260,14 +316,28 @@ _SUSPECT = re.compile(r"://|[=:'\"]|bearer|basic|token|eyJ", re.IGNORECASE)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}", re.IGNORECASE)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+# ``name=value``, ``name: value``, ``"name": "value"``; a name is not the tail
+# of a path or a longer word (``/etc/passwd: file`` names no secret).
 _PAIR = re.compile(
-    r"(?P<name>[A-Za-z][A-Za-z0-9_.-]{1,40})(?P<sep>\s*[=:]\s*|\"\s*:\s*\"|'\s*:\s*')"
+    r"(?<![\w/.-])(?P<name>[A-Za-z][A-Za-z0-9_.-]{1,40})"
+    r"(?P<sep>\s*[=:]\s*|\"\s*:\s*\"|'\s*:\s*')"
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]]+)"
+)
+# A pair as Python or JSON prints it: ``('X-Api-Key', 'k-1')``, ``["Cookie", "sid=1"]``.
+_TUPLE = re.compile(
+    r"(?P<head>(?P<q>['\"])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,60})(?P=q)\s*,\s*)"
+    r"(?P<q2>['\"])(?P<value>[^'\"]*)(?P=q2)"
 )
 
 
 def scrub_url(url: str) -> str:
-    """``url`` without a password in its userinfo and without secret query values."""
+    """``url`` without a password in its userinfo and without secret query values.
+
+    Raises:
+        UsageError: ``url`` is not a string.
+    """
+    if not isinstance(url, str):
+        raise UsageError(f"a URL is a string, not {type(url).__name__}")
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -302,7 +372,13 @@ def mask_url(url: str) -> str:
 
 
 def scrub_text(text: str, known: Iterable[str] = ()) -> str:
-    """``text`` with credentials, tokens and the ``known`` secret values removed."""
+    """``text`` with credentials, tokens and the ``known`` secret values removed.
+
+    Raises:
+        UsageError: ``text`` is not a string.
+    """
+    if not isinstance(text, str):
+        raise UsageError(f"scrub_text() takes a string, not {type(text).__name__}")
     if not text:
         return text
     for value in known:
@@ -314,11 +390,18 @@ def scrub_text(text: str, known: Iterable[str] = ()) -> str:
         text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _JWT.sub(REDACTED, text)
+    text = _TUPLE.sub(_tuple, text)
     return _PAIR.sub(_pair, text)
 
 
+def _tuple(m: re.Match[str]) -> str:
+    if not _is_secret_name(m.group("name")) or m.group("value").startswith("[redacted"):
+        return m.group(0)
+    return f"{m.group('head')}{m.group('q2')}{REDACTED}{m.group('q2')}"
+
+
 def _pair(m: re.Match[str]) -> str:
-    if not is_secret_name(m.group("name")) or m.group("value").lstrip("\"'").startswith(
+    if not _is_secret_name(m.group("name")) or m.group("value").lstrip("\"'").startswith(
         "[redacted"
     ):
         return m.group(0)

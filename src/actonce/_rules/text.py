@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .secrets import is_secret_name, scrub_text
+from .secrets import REDACTED, is_header_pair, is_secret_name, scrub_text
 
 __all__ = ["MAX_TEXT", "storable", "storable_data", "world_text"]
 
@@ -42,8 +42,10 @@ def world_text(text: Any, known: Iterable[str] = (), *, limit: int = MAX_TEXT) -
 def storable_data(value: Any, known: Iterable[str] = (), *, depth: int = 0) -> Any:
     """A JSON-able copy of ``value`` fit for an event's data: scrubbed, bounded.
 
-    Secret-named fields are dropped to ``[redacted]``, strings scrubbed and
-    made storable, anything that is not JSON becomes its (scrubbed) text.
+    Secret-named fields and header pairs (``["Cookie", "sid=…"]``) keep only
+    ``[redacted]``, by the same names as payloads (:mod:`.secrets`); strings
+    are scrubbed (of the ``known`` values too) and made storable; anything
+    that is not JSON becomes its (scrubbed) text.
     """
     known = tuple(known)
     if depth > 8:
@@ -62,10 +64,12 @@ def storable_data(value: Any, known: Iterable[str] = (), *, depth: int = 0) -> A
                 break
             name = storable(str(k), limit=100)
             out[name] = (
-                "[redacted]" if is_secret_name(name) else storable_data(v, known, depth=depth + 1)
+                REDACTED if is_secret_name(name) else storable_data(v, known, depth=depth + 1)
             )
         return out
     if isinstance(value, list | tuple):
+        if is_header_pair(value) and is_secret_name(value[0]):
+            return [storable(value[0], limit=100), REDACTED]
         items = [storable_data(v, known, depth=depth + 1) for v in list(value)[:100]]
         if len(value) > 100:
             items.append(f"… {len(value) - 100} more")

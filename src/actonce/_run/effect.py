@@ -208,7 +208,7 @@ def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: boo
         if moved:
             outcome = st.end(act, sit)
             if outcome is not None:
-                reason = None if act is Act.RECORD_CONFIRMED else _reason_of(act, st)
+                reason = None if act is Act.RECORD_CONFIRMED else _reason_of(plan, act, st)
                 return _result(outcome, st.record, reason, st)
     return _result(Outcome.DEFERRED, st.record, "the record kept changing; try again", st)
 
@@ -267,7 +267,7 @@ def _record_confirmed(plan: Plan, st: _State) -> Generator[Op, Any, bool]:
     verdict = st.verdict
     assert isinstance(verdict, Confirmed)
     ref = None if verdict.result_ref is None else world_text(verdict.result_ref, plan.secrets)
-    data = _perform_data(st)
+    data = _perform_data(plan, st)
     data["result_ref"] = ref
     if st.evidence:
         data["evidence"] = world_text(st.evidence, plan.secrets, limit=500)
@@ -519,8 +519,8 @@ def _perform(plan: Plan, st: _State) -> Generator[Op, Any, None]:
 
 def _apply_move(plan: Plan, st: _State, act: d.Action) -> Generator[Op, Any, bool]:
     to = d.MOVES[act]
-    reason = _reason_of(act, st)
-    data = _perform_data(st)
+    reason = _reason_of(plan, act, st)
+    data = _perform_data(plan, st)
     verdict = st.verdict
     if act is Act.RECORD_DUPLICATE and isinstance(verdict, Confirmed):
         refs = [world_text(r, plan.secrets, limit=300) for r in verdict.refs[:20]]
@@ -558,8 +558,8 @@ def _alarm(plan: Plan, st: _State) -> Generator[Op, Any, bool]:
     """A superseded owner performed: the one write it may make is more caution."""
     record = st.record
     assert record is not None
-    reason = _reason_of(Act.ALARM, st)
-    data = _perform_data(st)
+    reason = _reason_of(plan, Act.ALARM, st)
+    data = _perform_data(plan, st)
     data["alarm"] = {"attempt": st.my_fence, "current_attempt": record.fence}
     if record.status in (Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED):
         # Nothing more cautious to move to (a terminal status is a human's
@@ -583,7 +583,7 @@ def _lease(st: _State) -> dict[str, Any]:
     return {}
 
 
-def _perform_data(st: _State) -> dict[str, Any]:
+def _perform_data(plan: Plan, st: _State) -> dict[str, Any]:
     done = st.done
     if done is None:
         return {}
@@ -591,13 +591,18 @@ def _perform_data(st: _State) -> dict[str, Any]:
     if st.perform_error is not None:
         info["error"] = st.perform_error
     if done.details:
-        info["details"] = storable_data(done.details)
+        info["details"] = storable_data(done.details, plan.secrets)
     if done.overtaken:
         info["overtaken"] = True
     return {"perform": info}
 
 
-def _reason_of(act: d.Action, st: _State) -> str:
+def _reason_of(plan: Plan, act: d.Action, st: _State) -> str:
+    """Why the run ended where it did: storable and scrubbed, as returned and as stored."""
+    return world_text(_why(act, st), plan.secrets)
+
+
+def _why(act: d.Action, st: _State) -> str:
     verdict = st.verdict
     if act is Act.RECORD_CONFIRMED:
         return "confirmed"
@@ -625,7 +630,7 @@ def _reason_of(act: d.Action, st: _State) -> str:
         why = f"hard stop: {st.hard_stop}; {why}"
     elif st.perform_error:
         why = f"perform raised {st.perform_error}; {why}"
-    return world_text(why, ())
+    return why
 
 
 def _move(

@@ -11,9 +11,10 @@ from typing import Any
 
 from .._rules.errors import InvalidTransition, UnknownEffect, UsageError
 from .._rules.holds import settlement
+from .._rules.keys import is_name
 from .._rules.lifecycle import REVIEWABLE, By, check_transition, is_durable
 from .._rules.model import EffectRecord, Event, EventType, Resolution, Status, evolve
-from .._rules.text import storable
+from .._rules.text import world_text
 from .ops import NOW, Get, MatchPrefix, Op, Tick, Transition
 
 __all__ = ["RESOLVES_TO", "REVIEW_RUN_PREFIX", "find", "resolution", "resolve"]
@@ -36,8 +37,10 @@ def find(key_or_prefix: str) -> Found:
     Raises:
         UnknownEffect: nothing (or more than one effect) matches.
     """
-    if not isinstance(key_or_prefix, str) or not key_or_prefix:
-        raise UnknownEffect(f"no effect with key {key_or_prefix!r}")
+    if not isinstance(key_or_prefix, str) or not is_name(key_or_prefix):
+        # No effect can have it (empty, a NUL, a lone surrogate, too long):
+        # the answer needs no backend, and some backends would refuse the text.
+        raise UnknownEffect(f"no effect with key {key_or_prefix!r:.80}")
     record: EffectRecord | None = yield Get(key_or_prefix)
     if record is not None:
         return record
@@ -121,4 +124,6 @@ def resolve(
 def _required(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UsageError(f"a resolution needs {what}")
-    return storable(value.strip(), limit=1000)
+    # A reviewer's words are stored like the world's: storable and scrubbed
+    # (a pasted "token=..." stays out of the ledger).
+    return world_text(value.strip(), limit=1000)

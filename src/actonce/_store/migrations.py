@@ -88,7 +88,7 @@ def parse_version(value: str | None, where: str) -> int:
     """The stored ``schema_version`` as a number (a clear error if it is not one)."""
     if value is None:
         return 0
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):  # "٣".isdigit() is True
         raise LedgerUnavailable(
             f"the ledger {where} has a corrupt schema_version {value[:40]!r}; refusing to use it"
         )

@@ -85,11 +85,13 @@ def parse_url(
     actonce reads ``schema``, ``pool_min`` and ``pool_max`` from the query
     string and passes everything else to libpq. The schema becomes the
     connection's ``search_path`` (unless ``keep_schema`` is False: then the
-    conninfo is the server's alone).
+    conninfo is the server's alone). The client encoding is always UTF-8: a
+    ledger holds text from anywhere, and another encoding would refuse some
+    of it only once it is written (``PGCLIENTENCODING`` is overridden too).
 
     Raises:
-        BadLedgerURL: a malformed URL, schema name or pool size (the message
-            never shows the password).
+        BadLedgerURL: a malformed URL, schema name, pool size or a client
+            encoding other than UTF-8 (the message never shows the password).
     """
     shown = mask_url(url)
     try:
@@ -103,6 +105,12 @@ def parse_url(
     for name, value in query:
         if name == "schema":
             schema = schema or value
+        elif name == "client_encoding":
+            if value.replace("-", "").lower() not in ("utf8", "unicode"):
+                raise BadLedgerURL(
+                    f"client_encoding={value!r:.40}: a ledger talks UTF-8 to its server "
+                    f"(drop the parameter from {shown!r})"
+                )
         elif name in ("pool_min", "pool_max"):
             if not value.isdigit() or int(value) < (0 if name == "pool_min" else 1):
                 raise BadLedgerURL(f"{name} must be a whole number in {shown!r}")
@@ -118,6 +126,7 @@ def parse_url(
     if schema is not None and keep_schema:
         options = str(params.get("options") or "")
         params["options"] = f"{options} -c search_path={schema}".strip()
+    params["client_encoding"] = "UTF8"
     return make_conninfo("", **params), schema, pool
 
 

@@ -14,9 +14,12 @@ Errors are translated at the boundary (:func:`translate`). A write that
 fails because the connection broke or the server was told to stop
 (``OperationalError``/``InterfaceError`` with SQLSTATE class 08, 57, 58, XX,
 or no SQLSTATE at all) may have committed: :class:`LedgerOutcomeUnknown`.
-A value refused on the client before anything was sent (a NUL in a text, a
-character the encoding lacks), any other server error, any read error, and
-a connection that could not be had: :class:`LedgerUnavailable`.
+A value the ledger cannot hold (refused on the client before anything was
+sent: a NUL in a text, a character the encoding lacks; or by the server as
+a data exception, SQLSTATE class 22, or past a limit, class 54: a btree
+entry over 2.7 kB) is the caller's to fix, and trying again will not help:
+:class:`UsageError`. Any other server error, any read error, and a
+connection that could not be had: :class:`LedgerUnavailable`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable
+from .._rules.errors import ActOnceError, LedgerOutcomeUnknown, LedgerUnavailable, UsageError
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
 from . import gated_ops
@@ -84,6 +87,10 @@ QUEUE_PUT, QUEUE_EXTEND, QUEUE_DONE = q.pg(q.QUEUE_PUT), q.pg(q.QUEUE_EXTEND), q
 # SQLSTATE classes after which a write may have committed: connection
 # exception, operator intervention (pg_terminate_backend), system error.
 _MAYBE_COMMITTED = frozenset({"08", "57", "58", "XX"})
+# SQLSTATE classes of a value the ledger cannot hold: data exception,
+# program limit exceeded (an index entry too large). The statement failed,
+# so nothing committed.
+_REFUSED_VALUE = frozenset({"22", "54"})
 
 
 def read_one(sql_text: str, params: tuple[Any, ...] = ()) -> Work[tuple[Any, ...] | None]:
@@ -279,19 +286,32 @@ def queue_counts() -> Work[dict[str, int]]:
     return out
 
 
-def translate(exc: Exception, stmt: Stmt) -> Exception:
-    """A driver error as actonce's: may the write have committed?"""
+def translate(exc: Exception, stmt: Stmt) -> ActOnceError:
+    """A driver error as actonce's: may the write have committed? Is it the caller's?"""
     what = "write" if stmt.write else "read"
-    if not isinstance(exc, psycopg.Error):
-        # Raised while adapting a value (an encoding error): nothing was sent.
-        return LedgerUnavailable(f"ledger {what} refused a value: {exc}")
+    text = _first_line(exc)
+    if not isinstance(exc, psycopg.Error) or (
+        exc.sqlstate is None and isinstance(exc, psycopg.DataError)
+    ):
+        # Refused while adapting a value (an encoding error, a NUL): nothing was sent.
+        return UsageError(
+            f"the ledger cannot hold a value of this {what} (nothing was sent): {text}"
+        )
     state = exc.sqlstate
+    if state is not None and state[:2] in _REFUSED_VALUE:
+        return UsageError(f"the ledger refused a value (nothing was written): {text}")
     broken = isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
     if stmt.write and (
         (state is None and broken) or (state is not None and state[:2] in _MAYBE_COMMITTED)
     ):
-        return LedgerOutcomeUnknown(f"ledger write may or may not have committed: {exc}")
-    return LedgerUnavailable(f"ledger {what} failed: {exc}")
+        return LedgerOutcomeUnknown(f"ledger write may or may not have committed: {text}")
+    return LedgerUnavailable(f"ledger {what} failed: {text}")
+
+
+def _first_line(exc: Exception) -> str:
+    # The server's DETAIL and HINT lines follow the message: one line is enough.
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def closed(stmt: Stmt) -> LedgerUnavailable:

@@ -20,6 +20,7 @@ __all__ = [
     "EVENT_COLUMNS",
     "LEASE_COLUMNS",
     "QUEUE_COLUMNS",
+    "counts_from_rows",
     "event_from_row",
     "event_params",
     "item_from_row",
@@ -100,10 +101,23 @@ def record_from_row(row: Sequence[Any]) -> EffectRecord:
     try:
         return _record(row)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise LedgerUnavailable(f"the ledger holds a malformed effect row: {exc!r}") from None
+        raise LedgerUnavailable(f"the ledger holds a malformed effect row: {_why(exc)}") from None
+
+
+# Text columns: a file edited by hand (or another program) can hold a blob or
+# a number there; such a row is malformed, said once here, not a TypeError
+# wherever the record is printed.
+_TEXT = (0, 1, 4, 6, 7, 8)
+_TEXT_OR_NULL = (9, 10)
 
 
 def _record(row: Sequence[Any]) -> EffectRecord:
+    for i in _TEXT:
+        if type(row[i]) is not str:
+            raise TypeError(f"{EFFECT_COLUMNS[i]} is {type(row[i]).__name__}, not text")
+    for i in _TEXT_OR_NULL:
+        if row[i] is not None and type(row[i]) is not str:
+            raise TypeError(f"{EFFECT_COLUMNS[i]} is {type(row[i]).__name__}, not text")
     record: EffectRecord = _NEW(EffectRecord)
     values = (
         row[0],
@@ -151,11 +165,20 @@ def event_from_row(seq: int, row: Sequence[Any]) -> Event:
     """
     try:
         return _event(seq, row)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise LedgerUnavailable(f"the ledger holds a malformed event row: {exc!r}") from None
+    except (KeyError, TypeError, ValueError, IndexError, RecursionError) as exc:
+        raise LedgerUnavailable(f"the ledger holds a malformed event row: {_why(exc)}") from None
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
 
 
 def _event(seq: int, row: Sequence[Any]) -> Event:
+    for i in (0, 1, 4):
+        if type(row[i]) is not str:
+            raise TypeError(f"{EVENT_COLUMNS[i]} is {type(row[i]).__name__}, not text")
+    if row[7] is not None and type(row[7]) is not str:
+        raise TypeError(f"message is {type(row[7]).__name__}, not text")
     data = json.loads(row[8]) if row[8] else {}
     return Event(
         key=row[0],
@@ -185,28 +208,54 @@ QUEUE_COLUMNS = (
 )
 
 
+def counts_from_rows(rows: Sequence[Sequence[Any]]) -> dict[Status, int]:
+    """``{status: n}`` from ``(status, count)`` rows.
+
+    Raises:
+        LedgerUnavailable: a row names a status this code does not know.
+    """
+    try:
+        return {_STATUS[r[0]]: int(r[1]) for r in rows}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LedgerUnavailable(f"the ledger holds a malformed effect row: {_why(exc)}") from None
+
+
 def lease_from_row(row: Sequence[Any]) -> LeaseRecord:
-    """A ``LeaseRecord`` from a row in ``LEASE_COLUMNS`` order."""
-    return LeaseRecord(
-        name=str(row[0]),
-        owner=str(row[1]),
-        token=int(row[2]),
-        acquired_at=float(row[3]),
-        heartbeat_at=float(row[4]),
-        expires_at=float(row[5]),
-    )
+    """A ``LeaseRecord`` from a row in ``LEASE_COLUMNS`` order.
+
+    Raises:
+        LedgerUnavailable: the row does not hold a valid lease.
+    """
+    try:
+        return LeaseRecord(
+            name=str(row[0]),
+            owner=str(row[1]),
+            token=int(row[2]),
+            acquired_at=float(row[3]),
+            heartbeat_at=float(row[4]),
+            expires_at=float(row[5]),
+        )
+    except (TypeError, ValueError, IndexError) as exc:
+        raise LedgerUnavailable(f"the ledger holds a malformed lease row: {_why(exc)}") from None
 
 
 def item_from_row(row: Sequence[Any]) -> QueueItem:
-    """A ``QueueItem`` from a row in ``QUEUE_COLUMNS`` order."""
-    return QueueItem(
-        id=int(row[0]),
-        kind=str(row[1]),
-        payload=json.loads(row[2]),
-        status=ItemStatus(row[3]),
-        taken_by=row[4],
-        lease_expires_at=None if row[5] is None else float(row[5]),
-        attempts=int(row[6]),
-        created_at=float(row[7]),
-        updated_at=float(row[8]),
-    )
+    """A ``QueueItem`` from a row in ``QUEUE_COLUMNS`` order.
+
+    Raises:
+        LedgerUnavailable: the row does not hold a valid queue item.
+    """
+    try:
+        return QueueItem(
+            id=int(row[0]),
+            kind=str(row[1]),
+            payload=json.loads(row[2]),
+            status=ItemStatus(row[3]),
+            taken_by=row[4],
+            lease_expires_at=None if row[5] is None else float(row[5]),
+            attempts=int(row[6]),
+            created_at=float(row[7]),
+            updated_at=float(row[8]),
+        )
+    except (TypeError, ValueError, IndexError, RecursionError) as exc:
+        raise LedgerUnavailable(f"the ledger holds a malformed queue row: {_why(exc)}") from None

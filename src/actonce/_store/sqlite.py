@@ -34,6 +34,7 @@ from .._rules.errors import (
     LedgerOutcomeUnknown,
     LedgerUnavailable,
     SchemaTooOld,
+    UsageError,
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
@@ -167,6 +168,9 @@ class SQLiteStore:
             if not readonly:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute("PRAGMA synchronous = FULL")
+                # What is deleted is overwritten, not left in free pages: the one
+                # delete actonce makes is the old fingerprint salt (migration 4).
+                self._conn.execute("PRAGMA secure_delete = ON")
             self._open_schema(create=create or memory)
             self.ledger_id = self._meta("ledger_id") or ""
         except sqlite3.DatabaseError as exc:
@@ -239,6 +243,13 @@ class SQLiteStore:
         except BaseException:
             _rollback(self._conn)
             raise
+        if current > 0:
+            # An upgraded file may hold the old salt in pages and WAL frames
+            # written before the migration: copy the new pages back and empty
+            # the WAL, so that the file alone cannot test guesses of a PIN
+            # against an old fingerprint. (Best effort: a reader of another
+            # process may hold the WAL; the next checkpoint finishes the job.)
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     # --- plumbing -------------------------------------------------------------
 
@@ -248,6 +259,8 @@ class SQLiteStore:
                 return fn(self._conn)
             except sqlite3.Error as exc:
                 raise LedgerUnavailable(f"ledger read failed: {exc}") from exc
+            except (UnicodeError, ValueError, OverflowError) as exc:
+                raise UsageError(f"the ledger cannot look up that value: {exc}") from exc
 
     def _check_identity(self) -> None:
         if self._identity is None:
@@ -290,8 +303,11 @@ class SQLiteStore:
                 if isinstance(exc, sqlite3.Error):
                     raise LedgerUnavailable(f"ledger write failed: {exc}") from exc
                 if isinstance(exc, UnicodeError | ValueError | OverflowError):
-                    # Refused while binding the values: nothing reached the file.
-                    raise LedgerUnavailable(f"ledger write refused a value: {exc}") from exc
+                    # Refused while binding the values: nothing reached the file,
+                    # and trying again will not help. The caller's to fix.
+                    raise UsageError(
+                        f"the ledger refused a value (nothing was written): {exc}"
+                    ) from exc
                 raise
             if not keep:
                 _rollback(conn)

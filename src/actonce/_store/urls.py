@@ -17,7 +17,7 @@ import os
 import re
 from typing import Any
 
-from .._rules.errors import BadLedgerURL
+from .._rules.errors import BadLedgerURL, LedgerNotFound, UsageError
 from .._rules.secrets import mask_url
 
 __all__ = ["DEFAULT_LEDGER", "open_store", "resolve_url", "sqlite_path"]
@@ -72,10 +72,15 @@ def open_store(
 
     Raises:
         BadLedgerURL: malformed URL or unknown scheme.
-        LedgerNotFound: no ledger there, and ``create`` was not asked.
+        LedgerNotFound: no ledger there, and ``create`` was not asked (a
+            ``memory://`` ledger opened read-only: it is always empty).
         LedgerUnavailable: the ledger cannot be opened.
         SchemaTooNew: the ledger was written by a newer actonce.
+        UsageError: ``create``, ``readonly`` or ``prefer_async`` is not a bool.
     """
+    for name, flag in (("create", create), ("readonly", readonly), ("prefer_async", prefer_async)):
+        if not isinstance(flag, bool):
+            raise UsageError(f"{name} must be True or False, not {flag!r:.40}")
     url = resolve_url(url)
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -101,6 +106,11 @@ def open_store(
             path, create=create, readonly=readonly, sync=options.get("sync", "marks")
         )
     if scheme == "memory":
+        if readonly:
+            raise LedgerNotFound(
+                "a memory:// ledger lives inside one process and starts empty: "
+                "there is nothing to read (give the URL of a file or a server)"
+            )
         from .memory import MemoryStore
 
         return MemoryStore()

@@ -135,8 +135,18 @@ _DELEGATED = {
 }
 
 
+def _tolerant_output() -> None:
+    # A ledger path with undecodable bytes, or ASCII-only output
+    # (PYTHONIOENCODING=ascii), must not turn a table into a traceback.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``actonce`` command."""
+    _tolerant_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _DELEGATED:
         target: Callable[[list[str]], int] = importlib.import_module(_DELEGATED[argv[0]][0]).main

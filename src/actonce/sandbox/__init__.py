@@ -58,24 +58,36 @@ def main(argv: list[str] | None = None) -> int:
     """``actonce sandbox [--host H] [--port P] [--db FILE] [--seed S] [--faults FILE.json]``."""
     import argparse
     import json
+    import sys
     from pathlib import Path
 
+    def port(text: str) -> int:
+        if not text.isdigit() or not 0 < int(text) < 65536:
+            raise argparse.ArgumentTypeError(f"must be a TCP port from 1 to 65535, not {text!r}")
+        return int(text)
+
     parser = argparse.ArgumentParser(
-        prog="actonce sandbox", description="Serve the sandbox target app (Ctrl-C stops it)."
+        prog="actonce sandbox",
+        exit_on_error=False,
+        description="Serve the sandbox target app (Ctrl-C stops it).",
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="TCP port (8765)")
+    parser.add_argument("--port", type=port, default=8765, help="TCP port (8765)")
     parser.add_argument("--db", help="database file (default: in memory)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault plan (0)")
     parser.add_argument("--faults", help="JSON file with fault rules, as POST /admin/faults takes")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except argparse.ArgumentError as exc:  # one line, like every actonce command
+        print(f"actonce sandbox: error: {exc} (see --help)", file=sys.stderr)
+        return 2
     rules: list[FaultRule] = []
     if args.faults:
         try:
             data = json.loads(Path(args.faults).read_text(encoding="utf-8"))
             rules = [FaultRule.from_json(r) for r in data.get("rules", [])]
         except (OSError, ValueError) as exc:
-            print(f"actonce sandbox: error: bad --faults file: {exc}")
+            print(f"actonce sandbox: error: bad --faults file: {exc}", file=sys.stderr)
             return 2
     try:
         print(
@@ -84,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         serve(args.host, args.port, args.db, args.seed, faults=rules)
-    except (OSError, ValueError) as exc:
-        print(f"actonce sandbox: error: {exc}")
+    except (OSError, ValueError, OverflowError) as exc:
+        print(f"actonce sandbox: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass

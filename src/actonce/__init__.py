@@ -46,7 +46,7 @@ from ._rules.errors import (
     UsageError,
 )
 from ._rules.facts import Fact, Freshness
-from ._rules.holds import Draw, Gate
+from ._rules.holds import Draw, Gate, Hold, HoldKind, HoldStatus
 from ._rules.intents import Intent, IntentRef, IntentStatus, intent_key
 from ._rules.keys import EffectKey, canonical_json, effect_key
 from ._rules.model import (
@@ -171,6 +171,9 @@ __all__ = [
     "Freshness",
     "Gate",
     "HardStop",
+    "Hold",
+    "HoldKind",
+    "HoldStatus",
     "Intent",
     "IntentRef",
     "IntentRevision",

@@ -21,6 +21,7 @@ from ._registry import Registry
 from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
+from ._rules.holds import Hold
 from ._rules.keys import EffectKey
 from ._rules.model import (
     EffectRecord,
@@ -35,6 +36,7 @@ from ._rules.model import (
 )
 from ._rules.secrets import FingerprintKey, mask_url
 from ._rules.text import world_text
+from ._run import approvals as gated
 from ._run import ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
@@ -337,6 +339,14 @@ class Ledger(_Base):
         """How many effects were settled on a verdict that saw more than one result."""
         return int(self._driver.run(_one(ops.Duplicates())))
 
+    def holds(self, key: str) -> builtins.list[Hold]:
+        """What every attempt of a gated effect held (key or unique prefix), by attempt.
+
+        The intent version, the approval packet and budget draws a claim took
+        in its transaction, and how its verdict settled them.
+        """
+        return self._drive(gated.holds(key))
+
 
 class AsyncLedger(_Base):
     """The durable ledger of effects, asynchronous; same names as :class:`Ledger`.
@@ -510,6 +520,10 @@ class AsyncLedger(_Base):
     async def duplicates(self) -> int:
         """How many effects were settled on a verdict that saw more than one result."""
         return int(await self._driver.run(_one(ops.Duplicates())))
+
+    async def holds(self, key: str) -> builtins.list[Hold]:
+        """See :meth:`Ledger.holds`."""
+        return await self._drive(gated.holds(key))
 
 
 # --- the small generators both ledgers drive ---------------------------------------------

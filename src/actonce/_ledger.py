@@ -20,7 +20,7 @@ from ._effect import Effect, fingerprint_key_from_env, plan_of, reconcile_plan
 from ._registry import Registry
 from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
-from ._rules.errors import ActOnceError, UsageError
+from ._rules.errors import ActOnceError, UnknownEffect, UsageError
 from ._rules.holds import Hold
 from ._rules.keys import EffectKey
 from ._rules.model import (
@@ -326,7 +326,11 @@ class Ledger(_Base):
         return records
 
     def events(self, key: str) -> builtins.list[Event]:
-        """The full history of an effect (key or unique prefix)."""
+        """The full history of an effect (key or unique prefix).
+
+        A gated effect that was never claimed has no record, but a history
+        under its full key (why its claims were refused, its refreshed facts).
+        """
         events: builtins.list[Event] = self._driver.run(_events(key))
         return events
 
@@ -548,7 +552,15 @@ def _select(status: Status | str | None, kind: str | None, limit: int) -> ops.St
 
 
 def _events(key: str) -> ops.Steps:
-    record = yield from review.find(key)
+    try:
+        record = yield from review.find(key)
+    except UnknownEffect:
+        # A gated effect that was never claimed (waiting for its approval,
+        # refused, paused) has a history under its full key, and no record.
+        events = yield ops.Events(key)
+        if events:
+            return events
+        raise
     return (yield ops.Events(record.key))
 
 

@@ -354,7 +354,8 @@ def approval_list(
         text += " WHERE " + " AND ".join(where)
     text += " ORDER BY created_at, packet_id LIMIT ?"
     _, rows = yield Stmt(text, (*params, limit))
-    return [_packet(r) for r in rows]
+    # A refreshed packet made in the same instant as the one it replaces comes after it.
+    return sorted((_packet(r) for r in rows), key=lambda p: (p.created_at, p.revision))
 
 
 def approval_update(

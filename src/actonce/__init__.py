@@ -49,7 +49,7 @@ from ._rules.errors import (
     UsageError,
 )
 from ._rules.facts import Fact, Freshness
-from ._rules.holds import Draw, Gate, HoldKind, HoldStatus
+from ._rules.holds import Draw, Gate, Hold, HoldKind, HoldStatus
 from ._rules.intents import Intent, IntentRef, IntentStatus, intent_key
 from ._rules.keys import EffectKey, canonical_json, effect_key
 from ._rules.model import (
@@ -86,7 +86,6 @@ from ._store.base import (
 from ._store.memory import MemoryStore
 from ._store.records import (
     ClaimResult,
-    Hold,
     IntentRow,
     ItemStatus,
     LeaseRecord,

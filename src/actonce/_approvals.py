@@ -21,7 +21,7 @@ from ._rules.approvals import AnswerResult, ApprovalStatus, Decision, Packet, Si
 from ._rules.errors import UsageError
 from ._rules.facts import Fact
 from ._rules.holds import Gate
-from ._rules.intents import Intent
+from ._rules.intents import Intent, IntentStatus
 from ._rules.keys import EffectKey
 from ._rules.model import Event
 from ._run import approvals as gen
@@ -46,6 +46,26 @@ def signing_keys_from_env() -> SigningKeys | None:
         except OSError as exc:
             raise UsageError(f"cannot read {source}: {exc.strerror}") from None
     return SigningKeys.parse(text, source) if text else None
+
+
+def _limit(limit: Any) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1_000_000:
+        raise UsageError(f"limit must be a whole number from 1 to 1,000,000, not {limit!r}")
+    return limit
+
+
+def _intent_status(status: IntentStatus | str | None) -> IntentStatus | None:
+    if status is None:
+        return None
+    try:
+        return IntentStatus(status)
+    except ValueError:
+        choices = ", ".join(s.value for s in IntentStatus)
+        raise UsageError(f"an intent status is one of {choices}, not {status!r}") from None
+
+
+def _key(key: EffectKey | str | None) -> str | None:
+    return key.value if isinstance(key, EffectKey) else key
 
 
 def _statuses(status: ApprovalStatus | str | None) -> tuple[ApprovalStatus, ...] | None:
@@ -93,9 +113,23 @@ class Intents:
         """Change an intent; a material change makes version n+1 supersede n."""
         return self._ledger._drive(gen.revise_intent(intent_id, changes, new_run_id()))
 
-    def chain(self, intent_id: str) -> list[IntentRow]:
-        """Every version of an intent, oldest first."""
+    def chain(self, intent_id: str) -> builtins.list[IntentRow]:
+        """Every version of an intent, oldest first (the supersession chain)."""
         return self._ledger._drive(gen.chain(intent_id))
+
+    def list(
+        self,
+        status: IntentStatus | str | None = IntentStatus.CURRENT,
+        *,
+        user: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[IntentRow]:
+        """Intent versions, oldest first: the current ones by default (``None``: every version)."""
+        return self._ledger._drive(gen.list_intents(_intent_status(status), user, _limit(limit)))
+
+    def history(self, intent_id: str) -> builtins.list[Event]:
+        """Everything that happened to an intent, oldest first (creation, revisions)."""
+        return self._ledger._drive(gen.intent_history(intent_id))
 
 
 class AsyncIntents:
@@ -116,9 +150,24 @@ class AsyncIntents:
         """See :meth:`Intents.revise`."""
         return await self._ledger._drive(gen.revise_intent(intent_id, changes, new_run_id()))
 
-    async def chain(self, intent_id: str) -> list[IntentRow]:
+    async def chain(self, intent_id: str) -> builtins.list[IntentRow]:
         """See :meth:`Intents.chain`."""
         return await self._ledger._drive(gen.chain(intent_id))
+
+    async def list(
+        self,
+        status: IntentStatus | str | None = IntentStatus.CURRENT,
+        *,
+        user: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[IntentRow]:
+        """See :meth:`Intents.list`."""
+        steps = gen.list_intents(_intent_status(status), user, _limit(limit))
+        return await self._ledger._drive(steps)
+
+    async def history(self, intent_id: str) -> builtins.list[Event]:
+        """See :meth:`Intents.history`."""
+        return await self._ledger._drive(gen.intent_history(intent_id))
 
 
 class Approvals(_KeysBase):
@@ -157,28 +206,58 @@ class Approvals(_KeysBase):
         return self._ledger._drive(steps)
 
     def answer(
-        self, packet_id: str, decision: Decision | str, *, by: str, note: str | None = None
+        self,
+        packet_id: str,
+        decision: Decision | str,
+        *,
+        by: str,
+        note: str | None = None,
+        via: str = "api",
     ) -> AnswerResult:
-        """Answer a packet through the API (idempotent: the same answer twice changes nothing)."""
-        return self._ledger._drive(
-            gen.answer(packet_id, decision, by=by, run_id=new_run_id(), note=note)
-        )
+        """Answer a packet as ``by`` (idempotent: the same answer twice changes nothing).
 
-    def answer_link(self, token: str, decision: Decision | str, *, by: str) -> AnswerResult:
-        """Answer through a signed link token (tampered or foreign links are refused)."""
-        return self._ledger._drive(
-            gen.answer_link(self.keys, token, decision, by=by, run_id=new_run_id())
-        )
+        ``via`` names the channel in the packet's history (``api``, ``cli``,
+        ``console``). Every answer is recorded, refused ones too.
+        """
+        steps = gen.answer(packet_id, decision, by=by, run_id=new_run_id(), note=note, via=via)
+        return self._ledger._drive(steps)
 
-    def answer_code(self, code: str, decision: Decision | str, *, by: str) -> AnswerResult:
-        """Answer with a reply code (single use, bound to ``by``, attempts limited)."""
-        return self._ledger._drive(
-            gen.answer_code(self.keys, code, decision, by=by, run_id=new_run_id())
+    def answer_link(
+        self, token: str, decision: Decision | str, *, by: str, packet_id: str | None = None
+    ) -> AnswerResult:
+        """Answer through a signed link token (tampered or foreign links are refused).
+
+        ``packet_id``: the packet the answer is meant for; a link to another
+        packet is refused.
+        """
+        steps = gen.answer_link(
+            self.keys, token, decision, by=by, run_id=new_run_id(), packet_id=packet_id
         )
+        return self._ledger._drive(steps)
+
+    def answer_code(
+        self, code: str, decision: Decision | str, *, by: str, packet_id: str | None = None
+    ) -> AnswerResult:
+        """Answer with a reply code (single use, bound to ``by``, attempts limited).
+
+        ``packet_id``: compare the code with that packet's only.
+        """
+        steps = gen.answer_code(
+            self.keys, code, decision, by=by, run_id=new_run_id(), packet_id=packet_id
+        )
+        return self._ledger._drive(steps)
 
     def new_code(self, packet_id: str) -> str:
         """A fresh reply code for a pending packet (e.g. a refreshed packet)."""
         return self._ledger._drive(gen.new_code(self.keys, packet_id, new_run_id()))
+
+    def resend(self, packet_id: str) -> gen.ApprovalRequest:
+        """A pending packet with fresh carriers: a new reply code and its signed link.
+
+        A refreshed packet (issued when a fact left the approved boundary) has
+        no code yet: ``resend`` makes the message to send for it.
+        """
+        return self._ledger._drive(gen.resend(self.keys, packet_id, new_run_id()))
 
     def link(self, packet_id: str) -> str:
         """The signed link token of a packet."""
@@ -195,10 +274,12 @@ class Approvals(_KeysBase):
         status: ApprovalStatus | str | None = None,
         *,
         user: str | None = None,
+        key: EffectKey | str | None = None,
         limit: int = 100,
     ) -> builtins.list[Packet]:
-        """Packets, oldest first (optionally of one status and one user)."""
-        return self._ledger._drive(gen.list_packets(_statuses(status), user, limit))
+        """Packets, oldest first (optionally of one status, one user, one effect key)."""
+        steps = gen.list_packets(_statuses(status), user, _limit(limit), _key(key))
+        return self._ledger._drive(steps)
 
     def history(self, packet_id: str) -> builtins.list[Event]:
         """Everything that happened to a packet, oldest first (answers included)."""
@@ -246,28 +327,43 @@ class AsyncApprovals(_KeysBase):
         return await self._ledger._drive(steps)
 
     async def answer(
-        self, packet_id: str, decision: Decision | str, *, by: str, note: str | None = None
+        self,
+        packet_id: str,
+        decision: Decision | str,
+        *,
+        by: str,
+        note: str | None = None,
+        via: str = "api",
     ) -> AnswerResult:
         """See :meth:`Approvals.answer`."""
-        return await self._ledger._drive(
-            gen.answer(packet_id, decision, by=by, run_id=new_run_id(), note=note)
-        )
+        steps = gen.answer(packet_id, decision, by=by, run_id=new_run_id(), note=note, via=via)
+        return await self._ledger._drive(steps)
 
-    async def answer_link(self, token: str, decision: Decision | str, *, by: str) -> AnswerResult:
+    async def answer_link(
+        self, token: str, decision: Decision | str, *, by: str, packet_id: str | None = None
+    ) -> AnswerResult:
         """See :meth:`Approvals.answer_link`."""
-        return await self._ledger._drive(
-            gen.answer_link(self.keys, token, decision, by=by, run_id=new_run_id())
+        steps = gen.answer_link(
+            self.keys, token, decision, by=by, run_id=new_run_id(), packet_id=packet_id
         )
+        return await self._ledger._drive(steps)
 
-    async def answer_code(self, code: str, decision: Decision | str, *, by: str) -> AnswerResult:
+    async def answer_code(
+        self, code: str, decision: Decision | str, *, by: str, packet_id: str | None = None
+    ) -> AnswerResult:
         """See :meth:`Approvals.answer_code`."""
-        return await self._ledger._drive(
-            gen.answer_code(self.keys, code, decision, by=by, run_id=new_run_id())
+        steps = gen.answer_code(
+            self.keys, code, decision, by=by, run_id=new_run_id(), packet_id=packet_id
         )
+        return await self._ledger._drive(steps)
 
     async def new_code(self, packet_id: str) -> str:
         """See :meth:`Approvals.new_code`."""
         return await self._ledger._drive(gen.new_code(self.keys, packet_id, new_run_id()))
+
+    async def resend(self, packet_id: str) -> gen.ApprovalRequest:
+        """See :meth:`Approvals.resend`."""
+        return await self._ledger._drive(gen.resend(self.keys, packet_id, new_run_id()))
 
     async def link(self, packet_id: str) -> str:
         """See :meth:`Approvals.link`."""
@@ -284,13 +380,15 @@ class AsyncApprovals(_KeysBase):
         status: ApprovalStatus | str | None = None,
         *,
         user: str | None = None,
+        key: EffectKey | str | None = None,
         limit: int = 100,
     ) -> builtins.list[Packet]:
         """See :meth:`Approvals.list`."""
-        return await self._ledger._drive(gen.list_packets(_statuses(status), user, limit))
+        steps = gen.list_packets(_statuses(status), user, _limit(limit), _key(key))
+        return await self._ledger._drive(steps)
 
     async def history(self, packet_id: str) -> builtins.list[Event]:
         """See :meth:`Approvals.history`."""
         return await self._ledger._drive(gen.history(packet_id))
 
-    gate = Approvals.gate
+    gate = staticmethod(Approvals.gate)

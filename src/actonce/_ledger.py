@@ -22,8 +22,8 @@ from ._effect import Effect, fingerprint_key_from_env, plan_of, reconcile_plan
 from ._registry import Registry
 from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
-from ._rules.errors import ActOnceError, UsageError
-from ._rules.holds import HoldKind, HoldStatus
+from ._rules.errors import ActOnceError, UnknownEffect, UsageError
+from ._rules.holds import Hold
 from ._rules.keys import EffectKey, check_name, is_name
 from ._rules.model import (
     EffectRecord,
@@ -39,13 +39,13 @@ from ._rules.model import (
 from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey, mask_url
 from ._rules.text import world_text
+from ._run import approvals as gated
 from ._run import operation, ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
 from ._run.ops import Op
 from ._store.base import AsyncEffectStore, AsyncStore, EffectStore
-from ._store.records import Hold
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
 
@@ -386,7 +386,11 @@ class Ledger(_Base):
         return records
 
     def events(self, key: str) -> builtins.list[Event]:
-        """The full history of an effect (key or unique prefix)."""
+        """The full history of an effect (key or unique prefix).
+
+        A gated effect that was never claimed has no record, but a history
+        under its full key (why its claims were refused, its refreshed facts).
+        """
         events: builtins.list[Event] = self._driver.run(_events(key))
         return events
 
@@ -398,8 +402,7 @@ class Ledger(_Base):
         (provably not happened, abandoned). An effect that was never gated
         holds nothing.
         """
-        holds: builtins.list[Hold] = self._driver.run(_holds(key))
-        return holds
+        return self._drive(gated.holds(key))
 
     def counts(self, status: StatusFilter = None) -> dict[Status, int]:
         """How many effects are in each status.
@@ -597,8 +600,7 @@ class AsyncLedger(_Base):
 
     async def holds(self, key: str) -> builtins.list[Hold]:
         """What the claims of an effect hold; see :meth:`Ledger.holds`."""
-        holds: builtins.list[Hold] = await self._driver.run(_holds(key))
-        return holds
+        return await self._drive(gated.holds(key))
 
     async def counts(self, status: StatusFilter = None) -> dict[Status, int]:
         """How many effects are in each status; see :meth:`Ledger.counts`."""
@@ -641,18 +643,20 @@ def _select(
     return (yield ops.Select(_statuses(status), _limit(limit), kind, _after(after)))
 
 
-def _holds(key: str) -> ops.Steps:
-    record = yield from review.find(key)
-    rows = yield ops.HoldsOf(record.key)
-    return [Hold(f, HoldKind(k), ref, amount, HoldStatus(st)) for f, k, ref, amount, st in rows]
-
-
 def _counts(status: StatusFilter) -> ops.Steps:
     return (yield ops.Counts(_statuses(status)))
 
 
 def _events(key: str) -> ops.Steps:
-    record = yield from review.find(key)
+    try:
+        record = yield from review.find(key)
+    except UnknownEffect:
+        # A gated effect that was never claimed (waiting for its approval,
+        # refused, paused) has a history under its full key, and no record.
+        events = yield ops.Events(key)
+        if events:
+            return events
+        raise
     return (yield ops.Events(record.key))
 
 

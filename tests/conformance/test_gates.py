@@ -89,7 +89,7 @@ def test_a_gated_claim_holds_the_approval_in_its_transaction(store: Any) -> None
     other = store.claim(record("k2"), None, event("k2", Status.CLAIMED), gate=gate)
     assert not other.acquired and other.refused is not None
     assert store.get("k2") is None
-    kinds = {(kind, status) for _, kind, _, _, status in store.holds_of("k1")}
+    kinds = {(h.kind, h.status) for h in store.holds_of("k1")}
     assert kinds == {("intent", "held"), ("approval", "held")}
 
 
@@ -114,7 +114,7 @@ def test_the_verdict_settles_the_holds(
     )
     assert done is not None
     assert store.approval_get(p.packet_id)[0].status is approval
-    assert {status for *_, status in store.holds_of("k1")} == {hold}
+    assert {h.status for h in store.holds_of("k1")} == {hold}
 
 
 def test_a_refused_gate_writes_nothing(store: Any) -> None:

@@ -43,7 +43,7 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import UsageError
-from .facts import Fact, facts_from_json, facts_json
+from .facts import Fact, Freshness, facts_from_json, facts_json, freshness, relied_on
 from .intents import IntentRef, money
 
 __all__ = [
@@ -318,14 +318,25 @@ def check_commit(
     intent_current: bool,
     amount: Decimal | None,
     now: float,
+    refreshed: Sequence[Fact] = (),
 ) -> Refusal | None:
-    """May this claim commit under ``packet``? ``None`` if so, else why not."""
+    """May this claim commit under ``packet``? ``None`` if so, else why not.
+
+    ``refreshed`` are the facts refreshed right before the claim: every fact
+    the approval relies on (the packet's, each replaced by its refreshed
+    observation) must still be fresh now.
+    """
     if packet.status is ApprovalStatus.PENDING:
         if packet.expired(now):
             return Refusal("the approval expired before it was answered")
         return Refusal(f"waiting for {packet.user} to approve {packet.packet_id}", waiting=True)
     if packet.status is ApprovalStatus.HELD:
         return Refusal(f"the approval is already held by the claim of {packet.held_by}")
+    if packet.status is ApprovalStatus.INVALIDATED and packet.replaced_by:
+        return Refusal(
+            f"the approval was replaced by the refreshed packet {packet.replaced_by}: "
+            "the user answers that one, and the commit runs under it"
+        )
     if packet.status is not ApprovalStatus.APPROVED:
         return Refusal(f"the approval is {packet.status.value}")
     if packet.expired(now):
@@ -338,6 +349,12 @@ def check_commit(
         return Refusal(f"{packet.intent} has been superseded")
     if amount is not None and packet.ceiling is not None and amount > packet.ceiling:
         return Refusal(f"{amount} is above the approved {packet.ceiling} {packet.currency}")
+    for name, fact in relied_on(packet.facts, refreshed).items():
+        if freshness(fact, now) is not Freshness.FRESH:
+            return Refusal(
+                f"the fact {name!r} the approval relies on is no longer valid: refresh it "
+                "right before the commit (Effect(refresh=...))"
+            )
     return None
 
 

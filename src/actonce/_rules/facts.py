@@ -32,6 +32,7 @@ __all__ = [
     "facts_json",
     "freshness",
     "judge",
+    "relied_on",
 ]
 
 #: Seconds a fact may be trusted after it was observed, per name (``*``: any other).
@@ -109,11 +110,27 @@ def facts_from_json(data: Iterable[Mapping[str, Any]]) -> tuple[Fact, ...]:
 
 
 def freshness(fact: Fact | None, now: float) -> Freshness:
-    """``fresh`` inside its window, ``stale`` after it, ``unavailable`` when missing."""
+    """``fresh`` until its window ends, ``stale`` after it, ``unavailable`` when missing.
+
+    Only the end of the window counts: a fact a refresher stamped with its
+    own clock, a little ahead of the ledger's (a database server's clock),
+    is not stale for it.
+    """
     if fact is None:
         return Freshness.UNAVAILABLE
     assert fact.valid_until is not None
-    return Freshness.FRESH if fact.observed_at <= now < fact.valid_until else Freshness.STALE
+    return Freshness.FRESH if now < fact.valid_until else Freshness.STALE
+
+
+def relied_on(approved: Iterable[Fact], refreshed: Iterable[Fact]) -> dict[str, Fact]:
+    """The newest observation of every fact a commit relies on, by name.
+
+    The facts shown in the approval packet, each replaced by its refreshed
+    observation when there is one, plus any fact only the refresh reported.
+    """
+    latest = {f.name: f for f in approved}
+    latest.update({f.name: f for f in refreshed})
+    return latest
 
 
 @dataclass(frozen=True, slots=True)

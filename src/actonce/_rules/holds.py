@@ -21,11 +21,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import NamedTuple
 
+from .facts import Fact
 from .intents import IntentRef
 from .model import Status
 
-__all__ = ["Draw", "Gate", "HoldKind", "HoldStatus", "Settle", "settlement"]
+__all__ = ["Draw", "Gate", "Hold", "HoldKind", "HoldStatus", "Settle", "settlement"]
 
 
 class HoldKind(enum.StrEnum):
@@ -69,17 +71,45 @@ class Gate:
         amount: what the commit will cost (checked against the approval's
             ceiling; after a refresh, the refreshed price).
         draws: budget reservations (all pools or none).
+        facts: the facts refreshed right before the claim (set by the run,
+            not by you). Every fact the approval relies on, the packet's
+            own replaced by its refreshed observation, must be fresh at the
+            claim: an approval given on a price that is no longer valid
+            authorizes nothing until the price is refreshed.
     """
 
     intent: IntentRef | None = None
     approval: str | None = None
     amount: Decimal | None = None
     draws: tuple[Draw, ...] = ()
+    facts: tuple[Fact, ...] = ()
 
     @property
     def empty(self) -> bool:
         """True when the gate asks for nothing."""
         return self.intent is None and self.approval is None and not self.draws
+
+
+class Hold(NamedTuple):
+    """One hold of one claim attempt, as the ledger keeps it.
+
+    Attributes:
+        fence: the attempt (the claim's fencing token) that took it.
+        kind: what it is on (the intent version, an approval, a budget).
+        ref: the intent version (``trip@v2``), the packet id or the pool.
+        amount: the amount reserved (a budget draw; 1 for an approval).
+        status: held, consumed or released.
+        at: ledger time it was taken.
+        settled_at: ledger time it was consumed or released.
+    """
+
+    fence: int
+    kind: HoldKind
+    ref: str
+    amount: Decimal
+    status: HoldStatus
+    at: float
+    settled_at: float | None
 
 
 _SETTLES = {

@@ -17,11 +17,12 @@ from typing import Any, ClassVar, TypeVar
 from .._rules import approvals as ap
 from .._rules.errors import UsageError
 from .._rules.facts import Fact
+from .._rules.holds import Hold
 from .._rules.intents import Intent, IntentRef, IntentStatus, Revision, money, revise
 from .._rules.keys import EffectKey
 from .._rules.model import Event, EventType
 from .._rules.text import storable
-from .._store.gated_ops import approval_event_key
+from .._store.gated_ops import approval_event_key, intent_event_key
 from .._store.records import IntentRow, RevisionResult
 from .ops import NOW, AppendEvent, Events, Op, StoreOp, Tick
 
@@ -35,10 +36,14 @@ __all__ = [
     "get_intent",
     "get_packet",
     "history",
+    "holds",
+    "intent_history",
+    "list_intents",
     "list_packets",
     "new_code",
     "put_intent",
     "request",
+    "resend",
     "revise_intent",
 ]
 
@@ -60,6 +65,14 @@ class IntentGet(StoreOp):
 class IntentChain(StoreOp):
     primitive: ClassVar[str] = "intent_chain"
     intent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class IntentList(StoreOp):
+    primitive: ClassVar[str] = "intent_list"
+    status: IntentStatus | None
+    user: str | None
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +114,7 @@ class PacketList(StoreOp):
     statuses: tuple[ap.ApprovalStatus, ...] | None
     user: str | None
     limit: int
+    effect_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +160,7 @@ class CodeFailures(StoreOp):
     user: str
     now: float
     window: float
-    add: bool
+    add: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +176,12 @@ class CodeSet(StoreOp):
     code_digest: str
     now: float
     run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HoldsOf(StoreOp):
+    primitive: ClassVar[str] = "holds_of"
+    key: str
 
 
 # --- intents -------------------------------------------------------------------------------
@@ -182,6 +202,19 @@ def chain(intent_id: str) -> Gen[list[IntentRow]]:
     if not rows:
         raise UsageError(f"no intent {intent_id!r}")
     return rows
+
+
+def list_intents(status: IntentStatus | None, user: str | None, limit: int) -> Gen[list[IntentRow]]:
+    """Intent versions (by default the current ones), oldest first."""
+    rows: list[IntentRow] = yield IntentList(status, user, limit)
+    return rows
+
+
+def intent_history(intent_id: str) -> Gen[list[Event]]:
+    """An intent's history: its creation and every revision."""
+    yield from chain(intent_id)
+    events: list[Event] = yield Events(intent_event_key(intent_id))
+    return events
 
 
 def put_intent(intent: Intent, run_id: str) -> Gen[Intent]:
@@ -321,11 +354,23 @@ def get_packet(packet_id: str) -> Gen[ap.Packet]:
 
 
 def list_packets(
-    statuses: tuple[ap.ApprovalStatus, ...] | None, user: str | None, limit: int
+    statuses: tuple[ap.ApprovalStatus, ...] | None,
+    user: str | None,
+    limit: int,
+    effect_key: str | None = None,
 ) -> Gen[list[ap.Packet]]:
     """Packets, oldest first."""
-    packets: list[ap.Packet] = yield PacketList(statuses, user, limit)
+    packets: list[ap.Packet] = yield PacketList(statuses, user, limit, effect_key)
     return packets
+
+
+def holds(key: str) -> Gen[list[Hold]]:
+    """The holds every attempt of the effect ``key`` took (key or unique prefix)."""
+    from .review import find
+
+    record = yield from find(key)
+    rows: list[Hold] = yield HoldsOf(record.key)
+    return rows
 
 
 def history(packet_id: str) -> Gen[list[Event]]:
@@ -363,6 +408,8 @@ def answer(
     """Record one answer (see ``_rules.approvals.answer``); every answer is recorded."""
     if not isinstance(by, str) or not by.strip():
         raise UsageError("an answer needs the identity of who answers (by=...)")
+    if not isinstance(via, str) or not via.strip() or len(via) > 32:
+        raise UsageError("via names the channel of an answer (1 to 32 characters)")
     packet: ap.Packet = yield from get_packet(packet_id)
     row: IntentRow | None = yield IntentGet(packet.intent.intent_id, packet.intent.version)
     current = row is not None and row.status is IntentStatus.CURRENT
@@ -393,15 +440,32 @@ def answer(
 
 
 def answer_link(
-    keys: ap.SigningKeys, token: str, decision: ap.Decision | str, *, by: str, run_id: str
+    keys: ap.SigningKeys,
+    token: str,
+    decision: ap.Decision | str,
+    *,
+    by: str,
+    run_id: str,
+    packet_id: str | None = None,
 ) -> Gen[ap.AnswerResult]:
-    """Answered through a signed link; a tampered or foreign link is refused and recorded."""
+    """Answered through a signed link; a tampered or foreign link is refused and recorded.
+
+    ``packet_id``: the packet the answer is meant for (a link to another is refused).
+    """
+    if not isinstance(token, str):
+        raise UsageError("a link token is a string")
     claims = ap.verify_link(keys, token)
     if isinstance(claims, str):
         # No trustworthy packet id to file it under: the refusal goes to a shared history.
         tick: Tick = yield NOW
         yield _note("links", EventType.APPROVAL_REFUSED, tick, run_id, claims, by=by, via="link")
         return ap.AnswerResult(ap.Answered.REFUSED, ap.ApprovalStatus.PENDING, claims)
+    if packet_id is not None and claims.packet_id != packet_id:
+        why = f"the link is for another packet than {packet_id}"
+        tick = yield NOW
+        yield _note(packet_id, EventType.APPROVAL_REFUSED, tick, run_id, why, by=by, via="link")
+        current: ap.Packet = yield from get_packet(packet_id)
+        return ap.AnswerResult(ap.Answered.REFUSED, current.status, why)
     packet: ap.Packet = yield from get_packet(claims.packet_id)
     mismatch = ap.link_matches(claims, packet)
     if mismatch is not None:
@@ -414,21 +478,38 @@ def answer_link(
 
 
 def answer_code(
-    keys: ap.SigningKeys, code: str, decision: ap.Decision | str, *, by: str, run_id: str
+    keys: ap.SigningKeys,
+    code: str,
+    decision: ap.Decision | str,
+    *,
+    by: str,
+    run_id: str,
+    packet_id: str | None = None,
 ) -> Gen[ap.AnswerResult]:
-    """Answered with a reply code: single use, bound to ``by``, wrong attempts limited."""
+    """Answered with a reply code: single use, bound to ``by``, wrong attempts limited.
+
+    Every attempt is counted *before* the code is compared and given back
+    when the code proves right, so that attempts sent at the same time cannot
+    all slip under the limit. ``packet_id``: compare the code with that
+    packet's only.
+    """
     if not isinstance(code, str) or not code.strip():
         raise UsageError("a reply code is a non-empty string")
+    if not isinstance(by, str) or not by.strip():
+        raise UsageError("an answer needs the identity of who answers (by=...)")
     tick: Tick = yield NOW
-    failures: int = yield CodeFailures(by, tick.now, ap.CODE_WINDOW, False)
-    if failures >= ap.MAX_CODE_FAILURES:
+    attempts: int = yield CodeFailures(by, tick.now, ap.CODE_WINDOW, 1)
+    if attempts > ap.MAX_CODE_FAILURES:
         why = "too many wrong codes: reply codes are refused for now"
         yield _note("codes", EventType.APPROVAL_REFUSED, tick, run_id, why, by=by, via="code")
         return ap.AnswerResult(ap.Answered.REFUSED, ap.ApprovalStatus.PENDING, why)
     rows: list[tuple[ap.Packet, str, bool]] = yield CodePackets(by)
     for packet, digest, used in rows:
+        if packet_id is not None and packet.packet_id != packet_id:
+            continue
         if not ap.code_matches(keys, by, code, digest):
             continue
+        yield CodeFailures(by, tick.now, ap.CODE_WINDOW, -1)  # a right code is no failure
         if used:
             why = "this reply code was already used"
             yield _note(
@@ -440,8 +521,9 @@ def answer_code(
                 packet.packet_id, decision, by=by, run_id=run_id, via="code", use_code=True
             )
         )
-    yield CodeFailures(by, tick.now, ap.CODE_WINDOW, True)
     why = "no packet of yours has this reply code"
+    if packet_id is not None:
+        why = f"this is not the reply code of {packet_id} for {by}"
     yield _note("codes", EventType.APPROVAL_REFUSED, tick, run_id, why, by=by, via="code")
     return ap.AnswerResult(ap.Answered.REFUSED, ap.ApprovalStatus.PENDING, why)
 
@@ -455,3 +537,13 @@ def new_code(keys: ap.SigningKeys, packet_id: str, run_id: str) -> Gen[str]:
     tick: Tick = yield NOW
     yield CodeSet(packet_id, ap.code_digest(keys, packet.user, code), tick.now, run_id)
     return code
+
+
+def resend(keys: ap.SigningKeys, packet_id: str, run_id: str) -> Gen[ApprovalRequest]:
+    """A pending packet with fresh carriers: a new reply code (the old one stops) and its link.
+
+    For a refreshed packet (it is issued without a code) or a lost message.
+    """
+    code: str = yield from new_code(keys, packet_id, run_id)
+    packet: ap.Packet = yield from get_packet(packet_id)
+    return ApprovalRequest(packet, ap.sign_link(keys, packet), code)

@@ -22,11 +22,11 @@ settling anything.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._rules import decision as d
-from .._rules.approvals import Packet, new_packet_id
+from .._rules.approvals import ApprovalStatus, Packet, new_packet_id
 from .._rules.errors import HardStop, LedgerError, NotPerformed, PayloadMismatch
 from .._rules.facts import facts_json, judge
 from .._rules.holds import Gate, settlement
@@ -47,6 +47,7 @@ from .._rules.model import (
     new_record,
 )
 from .._rules.text import storable_data, world_text
+from .._store.gated_ops import approval_event_key
 from .ops import (
     NOW,
     PRECONDITION,
@@ -354,6 +355,19 @@ def _claim(plan: Plan, st: _State, obs: d.Observation) -> Generator[Op, Any, Run
         why = world_text(refusal.reason, plan.secrets)
         refused = _event(plan, claim.record, EventType.CLAIM_REFUSED, now)
         yield AppendEvent(_with(refused, message=why, data={"waiting": refusal.waiting}))
+        if gate is not None and gate.approval is not None and not refusal.waiting:
+            # The approval's own history says it was presented and refused, too.
+            yield AppendEvent(
+                Event(
+                    key=approval_event_key(gate.approval),
+                    type=EventType.APPROVAL_REFUSED,
+                    at=now,
+                    fence=0,
+                    run_id=plan.run_id,
+                    message=f"a claim of {plan.key[:16]} under it was refused: {why}",
+                    data={"via": "claim", "effect_key": plan.key},
+                )
+            )
         st.record = claim.record
         outcome = d.REFUSAL_OUTCOMES.get(refusal.kind, Outcome.REFUSED)
         if refusal.waiting:
@@ -380,17 +394,25 @@ def _refresh(plan: Plan, st: _State, gate: Gate) -> Generator[Op, Any, Gate | Ru
     """Refresh the facts the approval depends on; decide if it still covers the commit.
 
     Read-only, retried with backoff like a verification. Within the approved
-    boundary: the claim goes on with the refreshed amount. Outside it: the
-    packet is invalidated and a refreshed one issued for the user
-    (``needs_approval``). A refresh that failed, or an expired session:
-    nothing is committed, nothing is lost, and the approval stands
-    (``deferred``: resume later).
+    boundary: the claim goes on with the refreshed amount and facts (the
+    claim checks both again, in its transaction). Outside it: the packet is
+    invalidated and a refreshed one issued for the user (``needs_approval``).
+    A refresh that failed, or an expired session: nothing is committed,
+    nothing is lost, and the approval stands (``deferred``: resume later).
+
+    Only an ``approved`` packet is refreshed: any other (pending, held by a
+    claim on its way, replaced, voided ...) goes straight to the claim, whose
+    gate says what it means (wait for the answer; observe the winner;
+    refused). Refreshing those would replace a packet the user has not
+    answered, or one already replaced, again and again.
     """
     assert gate.approval is not None
     found = yield GetPacket(gate.approval)
     packet: Packet | None = None if found is None else found[0]
     if packet is None:
         return _result(Outcome.REFUSED, st.record, f"no approval packet {gate.approval}", st)
+    if packet.status is not ApprovalStatus.APPROVED:
+        return gate
     refreshed: Refreshed | None = None
     for attempt in range(1, plan.policy.verify_attempts + 1):
         refreshed = yield REFRESH
@@ -413,7 +435,7 @@ def _refresh(plan: Plan, st: _State, gate: Gate) -> Generator[Op, Any, Gate | Ru
     )
     if verdict.covered:
         amount = verdict.amount if verdict.amount is not None else gate.amount
-        return Gate(gate.intent, gate.approval, amount, gate.draws)
+        return replace(gate, amount=amount, facts=refreshed.facts or ())
     if verdict.pause:
         return _result(Outcome.DEFERRED, st.record, f"paused, nothing lost: {why}", st)
     now = st.tick.now

@@ -39,13 +39,12 @@ needs only :class:`EffectStore` unless you use leases or queues; run
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
 from .._rules.approvals import ApprovalStatus, Packet
 from .._rules.budgets import Pool, PoolUsage
-from .._rules.holds import Gate, Settle
-from .._rules.intents import Intent, IntentRef
+from .._rules.holds import Gate, Hold, Settle
+from .._rules.intents import Intent, IntentRef, IntentStatus
 from .._rules.model import EffectRecord, Event, Status
 from .records import ClaimResult, IntentRow, LeaseRecord, LeaseResult, QueueItem, RevisionResult
 
@@ -165,6 +164,10 @@ class IntentStore(Protocol):
 
     def intent_chain(self, intent_id: str) -> list[IntentRow]: ...
 
+    def intent_list(
+        self, status: IntentStatus | None, user: str | None, limit: int
+    ) -> list[IntentRow]: ...
+
     def intent_create(self, intent: Intent, now: float, run_id: str) -> IntentRow: ...
 
     def intent_revise(
@@ -185,7 +188,11 @@ class ApprovalStore(Protocol):
     ) -> tuple[Packet, str | None, bool] | None: ...
 
     def approval_list(
-        self, statuses: Iterable[ApprovalStatus] | None, user: str | None, limit: int
+        self,
+        statuses: Iterable[ApprovalStatus] | None,
+        user: str | None,
+        limit: int,
+        effect_key: str | None = None,
     ) -> list[Packet]: ...
 
     def approval_put(self, packet: Packet, code_digest: str | None, run_id: str) -> None: ...
@@ -222,11 +229,11 @@ class ApprovalStore(Protocol):
         self, old: Packet, reason: str, new: Packet, code_digest: str | None, run_id: str
     ) -> Packet | None: ...
 
-    def code_failures(self, user: str, now: float, window: float, add: bool) -> int: ...
+    def code_failures(self, user: str, now: float, window: float, add: int) -> int: ...
 
     def code_packets(self, user: str) -> list[tuple[Packet, str, bool]]: ...
 
-    def holds_of(self, key: str) -> list[tuple[int, str, str, Decimal, str]]: ...
+    def holds_of(self, key: str) -> list[Hold]: ...
 
 
 @runtime_checkable

@@ -9,6 +9,15 @@ apply come from ``_rules`` (``approvals.answer``/``check_commit``,
 write rows, and append one event per change (invariant 5). Events of
 intents and approvals live in the same history as effects, under the keys
 ``intent:<id>`` and ``approval:<packet id>``.
+
+Locks. On PostgreSQL a locking read (``lock=True``) is ``FOR UPDATE``; every
+transaction here takes its row locks in one order, so that none waits for
+another in a circle: **the intent, then the effect, then its holds, then the
+budget pools (in name order), then the approval**. A gated claim locks the
+intent version, the effect row, the pools it draws on, the packet; a transition that settles holds starts at the effect (it reads the
+intent without a lock); a revision locks the intent, the old version's
+claimed effects, their holds, then the packets. SQLite's write lock covers
+the whole file, so there the order is moot.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from typing import Any
 
 from .._rules.approvals import ApprovalStatus, Packet, Refusal, check_commit
 from .._rules.budgets import Pool, PoolUsage, over, window_of
-from .._rules.holds import Gate, HoldKind, HoldStatus, Settle
+from .._rules.holds import Gate, Hold, HoldKind, HoldStatus, Settle
 from .._rules.intents import Intent, IntentRef, IntentStatus
 from .._rules.model import EffectRecord, Event, EventType, Status
 from . import sql as q
@@ -41,10 +50,13 @@ __all__ = [
     "budget_usage",
     "check_gate",
     "code_failures",
+    "code_packets",
+    "holds_of",
     "intent_chain",
     "intent_create",
     "intent_event_key",
     "intent_get",
+    "intent_list",
     "intent_revise",
     "intent_touch",
     "pool_define",
@@ -95,6 +107,24 @@ def intent_get(intent_id: str, version: int | None = None) -> Work[IntentRow | N
         where, params = "intent_id = ? AND version = ?", (intent_id, version)
     _, rows = yield Stmt(f"SELECT {_I_COLS} FROM intents WHERE {where}", params)
     return _intent_row(rows[0]) if rows else None
+
+
+def intent_list(status: IntentStatus | None, user: str | None, limit: int) -> Work[list[IntentRow]]:
+    """Intent versions (of one status, one user), oldest first."""
+    where: list[str] = []
+    params: list[Any] = []
+    if status is not None:
+        where.append("status = ?")
+        params.append(status.value)
+    if user is not None:
+        where.append("user_id = ?")
+        params.append(user)
+    text = f"SELECT {_I_COLS} FROM intents"
+    if where:
+        text += " WHERE " + " AND ".join(where)
+    text += " ORDER BY created_at, intent_id, version LIMIT ?"
+    _, rows = yield Stmt(text, (*params, limit))
+    return [_intent_row(r) for r in rows]
 
 
 def intent_chain(intent_id: str) -> Work[list[IntentRow]]:
@@ -183,10 +213,12 @@ def intent_revise(
         changed=list(changed),
     )
     # Effects of the old version that hold nothing in the world yet: close them.
+    # (The effect rows only are locked here, their holds by settle(): see "Locks".)
     _, rows = yield Stmt(
-        f"SELECT {', '.join('e.' + c for c in EFFECT_COLUMNS)} FROM effects e JOIN holds h "
-        "ON h.key = e.key AND h.fence = e.fence WHERE h.kind = 'intent' AND h.ref = ? "
-        "AND h.status = 'held' AND e.status = 'claimed'",
+        f"SELECT {', '.join('e.' + c for c in EFFECT_COLUMNS)} FROM effects e "
+        "WHERE e.status = 'claimed' AND EXISTS (SELECT 1 FROM holds h WHERE h.key = e.key "
+        "AND h.fence = e.fence AND h.kind = 'intent' AND h.ref = ? AND h.status = 'held') "
+        "ORDER BY e.key",
         (str(old),),
         lock=True,
     )
@@ -306,10 +338,17 @@ def approval_get(
 
 
 def approval_list(
-    statuses: Iterable[ApprovalStatus] | None, user: str | None, limit: int
+    statuses: Iterable[ApprovalStatus] | None,
+    user: str | None,
+    limit: int,
+    effect_key: str | None = None,
 ) -> Work[list[Packet]]:
+    """Packets (of some statuses, one user, one effect), oldest first."""
     where: list[str] = []
     params: list[Any] = []
+    if effect_key is not None:
+        where.append("effect_key = ?")
+        params.append(effect_key)
     if statuses is not None:
         wanted = [s.value for s in statuses]
         where.append(f"status IN ({', '.join('?' for _ in wanted)})")
@@ -322,7 +361,8 @@ def approval_list(
         text += " WHERE " + " AND ".join(where)
     text += " ORDER BY created_at, packet_id LIMIT ?"
     _, rows = yield Stmt(text, (*params, limit))
-    return [_packet(r) for r in rows]
+    # A refreshed packet made in the same instant as the one it replaces comes after it.
+    return sorted((_packet(r) for r in rows), key=lambda p: (p.created_at, p.revision))
 
 
 def approval_update(
@@ -430,9 +470,20 @@ def approval_set_code(packet_id: str, code_digest: str, now: float, run_id: str)
 def approval_replace(
     old: Packet, reason: str, new: Packet, code_digest: str | None, run_id: str
 ) -> Work[Packet | None]:
-    """Invalidate ``old`` and issue ``new`` (its refreshed revision) in one transaction."""
+    """Invalidate ``old`` and issue ``new`` (its refreshed revision) in one transaction.
+
+    Only an ``approved`` packet is replaced (``None`` otherwise): a held one
+    authorizes a claim already on its way, and a final one was replaced, or
+    answered, or voided before.
+    """
     moved = yield from approval_update(
-        old, ApprovalStatus.INVALIDATED, new.created_at, run_id, reason, replaced_by=new.packet_id
+        old,
+        ApprovalStatus.INVALIDATED,
+        new.created_at,
+        run_id,
+        reason,
+        expect=ApprovalStatus.APPROVED,
+        replaced_by=new.packet_id,
     )
     if moved is None:
         return None
@@ -440,21 +491,32 @@ def approval_replace(
     return new
 
 
-def code_failures(user: str, now: float, window: float, add: bool) -> Work[int]:
-    """Wrong reply codes ``user`` sent in the current window (``add``: count one more)."""
+def code_failures(user: str, now: float, window: float, add: int) -> Work[int]:
+    """Reply-code attempts ``user`` has counted in the current window, after adding ``add``.
+
+    ``add=1`` counts an attempt *before* the code is compared (so that
+    attempts made at the same time cannot all pass the limit), ``add=-1``
+    gives it back once the code proved right, ``add=0`` only reads.
+    """
+    if add:
+        # The row first, so that the locking read below serializes every counter.
+        yield Stmt(
+            "INSERT INTO code_failures (user_id, window_start, failures) VALUES (?, ?, 0) "
+            "ON CONFLICT (user_id) DO NOTHING",
+            (user, now),
+            True,
+        )
     _, rows = yield Stmt(
-        "SELECT window_start, failures FROM code_failures WHERE user_id = ?", (user,), lock=add
+        "SELECT window_start, failures FROM code_failures WHERE user_id = ?", (user,), lock=add != 0
     )
     start, failures = (float(rows[0][0]), int(rows[0][1])) if rows else (now, 0)
     if now - start >= window:
         start, failures = now, 0
     if add:
-        failures += 1
+        failures = max(0, failures + add)
         yield Stmt(
-            "INSERT INTO code_failures (user_id, window_start, failures) VALUES (?, ?, ?) "
-            "ON CONFLICT (user_id) DO UPDATE SET window_start = excluded.window_start, "
-            "failures = excluded.failures",
-            (user, start, failures),
+            "UPDATE code_failures SET window_start = ?, failures = ? WHERE user_id = ?",
+            (start, failures, user),
             True,
         )
     return failures
@@ -473,25 +535,54 @@ def code_packets(user: str) -> Work[list[tuple[Packet, str, bool]]]:
 # --- gated claims and their holds ------------------------------------------------------------
 
 
-def _intent_current(ref: IntentRef) -> Work[bool]:
+def _intent_current(ref: IntentRef, *, lock: bool) -> Work[bool]:
     _, rows = yield Stmt(
         "SELECT status FROM intents WHERE intent_id = ? AND version = ?",
         (ref.intent_id, ref.version),
-        lock=True,
+        lock=lock,
     )
     return bool(rows) and rows[0][0] == IntentStatus.CURRENT.value
 
 
-def check_gate(gate: Gate, key: str, now: float) -> Work[Refusal | None]:
-    """Whether a claim may take what ``gate`` asks for (rows stay locked)."""
+def _effect_state(key: str) -> Work[tuple[str, int] | None]:
+    _, rows = yield Stmt("SELECT status, fence FROM effects WHERE key = ?", (key,), lock=True)
+    return (str(rows[0][0]), int(rows[0][1])) if rows else None
+
+
+def _loses(state: tuple[str, int] | None, expect: tuple[Status, int] | None) -> bool:
+    """Whether a claim expecting ``expect`` loses against the row as it stands."""
+    if expect is None:
+        return state is not None
+    return state != (expect[0].value, expect[1])
+
+
+def check_gate(
+    gate: Gate, key: str, expect: tuple[Status, int] | None, now: float
+) -> Work[Refusal | None]:
+    """Whether a claim may take what ``gate`` asks for (rows stay locked).
+
+    A claim that loses its race anyway is not refused: ``None``, and its
+    insert or compare-and-set then loses as every claim does, so that the run
+    observes the winner (a worker that came second to an approved commit sees
+    it done, not "the approval is held"). Locks in the order of "Locks".
+    """
+    ref = gate.intent
+    if ref is None and gate.approval is not None:
+        found = yield from approval_get(gate.approval)  # unlocked: only to learn its intent
+        if found is None:
+            return Refusal(f"no approval packet {gate.approval}")
+        ref = found[0].intent
     current = True
-    if gate.intent is not None:
-        current = yield from _intent_current(gate.intent)
-        if not current:
-            return Refusal(
-                f"{gate.intent} has been superseded: make the effect for the new version",
-                kind="intent",
-            )
+    if ref is not None:
+        current = yield from _intent_current(ref, lock=True)
+    state = yield from _effect_state(key)
+    if _loses(state, expect):
+        return None
+    if gate.intent is not None and not current:
+        return Refusal(
+            f"{gate.intent} has been superseded: make the effect for the new version",
+            kind="intent",
+        )
     # Pools are locked in name order, so two claims never wait on each other in a ring.
     for draw in sorted(gate.draws, key=lambda d: d.pool):
         usage = yield from pool_usage(draw.pool, now, lock=True)
@@ -500,22 +591,26 @@ def check_gate(gate: Gate, key: str, now: float) -> Work[Refusal | None]:
         why = over(usage, draw)
         if why is not None:
             return Refusal(why, kind="budget")
-    if gate.approval is not None:
-        found = yield from approval_get(gate.approval, lock=True)
-        if found is None:
-            return Refusal(f"no approval packet {gate.approval}")
-        packet = found[0]
-        if gate.intent is None:
-            current = yield from _intent_current(packet.intent)
-        return check_commit(
-            packet,
-            effect_key=key,
-            intent=gate.intent,
-            intent_current=current,
-            amount=gate.amount,
-            now=now,
-        )
-    return None
+    if gate.approval is None:
+        return None
+    found = yield from approval_get(gate.approval, lock=True)
+    if found is None:
+        return Refusal(f"no approval packet {gate.approval}")
+    if state is None:
+        # On PostgreSQL another claim may have inserted the row (and held the
+        # packet) while this one waited for the packet's lock: look again.
+        state = yield from _effect_state(key)
+        if _loses(state, expect):
+            return None
+    return check_commit(
+        found[0],
+        effect_key=key,
+        intent=gate.intent,
+        intent_current=current,
+        amount=gate.amount,
+        now=now,
+        refreshed=gate.facts,
+    )
 
 
 def take_holds(gate: Gate, key: str, fence: int, now: float, run_id: str) -> Work[None]:
@@ -569,7 +664,8 @@ def settle(key: str, fence: int, how: Settle, now: float, run_id: str) -> Work[i
                 packet, ApprovalStatus.CONSUMED, now, run_id, "the commit it authorized is done"
             )
             continue
-        current = yield from _intent_current(packet.intent)
+        # Unlocked: the intent comes first in the lock order, the packet last.
+        current = yield from _intent_current(packet.intent, lock=False)
         back = ApprovalStatus.APPROVED if current else ApprovalStatus.VOIDED
         why = (
             "released: the commit provably did not happen; it may authorize the retry"
@@ -580,13 +676,25 @@ def settle(key: str, fence: int, how: Settle, now: float, run_id: str) -> Work[i
     return len(rows)
 
 
-def holds_of(key: str) -> Work[list[tuple[int, str, str, Decimal, str]]]:
-    """Every hold of ``key``: (fence, kind, ref, amount, status)."""
+def holds_of(key: str) -> Work[list[Hold]]:
+    """Every hold of ``key``, by attempt."""
     _, rows = yield Stmt(
-        "SELECT fence, kind, ref, amount, status FROM holds WHERE key = ? ORDER BY fence, kind",
+        "SELECT fence, kind, ref, amount, status, at, settled_at FROM holds WHERE key = ? "
+        "ORDER BY fence, kind, ref",
         (key,),
     )
-    return [(int(r[0]), str(r[1]), str(r[2]), Decimal(str(r[3])), str(r[4])) for r in rows]
+    return [
+        Hold(
+            int(r[0]),
+            HoldKind(r[1]),
+            str(r[2]),
+            Decimal(str(r[3])),
+            HoldStatus(r[4]),
+            float(r[5]),
+            None if r[6] is None else float(r[6]),
+        )
+        for r in rows
+    ]
 
 
 # --- budget pools ----------------------------------------------------------------------------

@@ -172,7 +172,7 @@ def pg(work: Work[T]) -> Work[T]:
 
 def claim_gated(new: EffectRecord, expect: Expect, event: Event, gate: Gate) -> Work[ClaimResult]:
     """A claim whose gate is checked and held in the same transaction (run in one)."""
-    refusal = yield from pg(gated_ops.check_gate(gate, new.key, new.updated_at))
+    refusal = yield from pg(gated_ops.check_gate(gate, new.key, expect, new.updated_at))
     if refusal is not None:
         current = yield from get(new.key)
         return ClaimResult(False, current, refusal)

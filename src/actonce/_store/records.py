@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from .._rules.approvals import Refusal
-from .._rules.holds import HoldKind, HoldStatus
 from .._rules.intents import Intent, IntentStatus
 from .._rules.model import EffectRecord
 
 __all__ = [
     "ClaimResult",
-    "Hold",
     "IntentRow",
     "ItemStatus",
     "LeaseRecord",
@@ -39,27 +36,6 @@ class ClaimResult:
     acquired: bool
     record: EffectRecord | None
     refused: Refusal | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Hold:
-    """One hold a gated claim took, and what its effect's verdict did to it.
-
-    Attributes:
-        fence: the attempt whose claim took it.
-        kind: what it is on: the intent version, an approval packet, a budget pool.
-        ref: which one (``intent-id@v2``, the packet id, the pool's name).
-        amount: how much it reserves (budgets; 1 for an approval, 0 for an intent).
-        status: ``held`` while the effect may have happened; ``consumed``
-            once it is confirmed; ``released`` once it provably did not
-            happen or was abandoned.
-    """
-
-    fence: int
-    kind: HoldKind
-    ref: str
-    amount: Decimal
-    status: HoldStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -344,7 +344,8 @@ class SQLiteStore:
         def fn(c: sqlite3.Connection) -> tuple[bool, ClaimResult]:
             if gated:
                 assert gate is not None
-                refusal = run_sqlite(c, gated_ops.check_gate(gate, new.key, new.updated_at))
+                check = gated_ops.check_gate(gate, new.key, expect, new.updated_at)
+                refusal = run_sqlite(c, check)
                 if refusal is not None:
                     row = c.execute(q.GET, (new.key,)).fetchone()
                     current = None if row is None else record_from_row(row)
@@ -400,6 +401,7 @@ class SQLiteStore:
 
     intent_get = _reads(gated_ops.intent_get)
     intent_chain = _reads(gated_ops.intent_chain)
+    intent_list = _reads(gated_ops.intent_list)
     intent_create = _writes(gated_ops.intent_create)
     intent_revise = _writes(gated_ops.intent_revise)
     intent_touch = _writes(gated_ops.intent_touch)

@@ -6,8 +6,10 @@ argument) prints one line on stderr and exits non-zero; no tracebacks.
 
 Exit codes, for every command: 0 done; 1 an error (one line on stderr); 2 a
 bad command line; 3 ``reconcile`` left effects open or unverifiable (run it
-again later, or review them); 130 interrupted. ``demo``, ``chaos``,
-``sandbox`` and ``console`` document their own.
+again later, or review them); 130 interrupted. ``approve`` and ``deny``: 0
+accepted, or the same answer again (nothing changed); 1 refused, the reason
+on one line on stderr. ``demo``, ``chaos``, ``sandbox`` and ``console``
+document their own.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from actonce import ActOnceError, Status, __version__, scrub_text
+from actonce import ActOnceError, ApprovalStatus, Status, __version__, scrub_text
 
+from ._approvals import cmd_answer, cmd_approvals, cmd_intents
 from ._commands import (
     EXIT_FAIL,
     EXIT_OK,
@@ -92,6 +95,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", parents=[common], help="one effect and its full history")
     p.add_argument("key", type=_text, help="effect key or a unique prefix (at least 4 characters)")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser(
+        "intents", parents=[common], help="current intents, or one with its supersession chain"
+    )
+    p.add_argument("intent_id", nargs="?", type=_text, metavar="ID", help="one intent's chain")
+    p.add_argument("--user", type=_text)
+    p.add_argument("--all", action="store_true", help="every version, superseded ones too")
+    p.add_argument("--limit", type=_count, default=100)
+    p.set_defaults(func=cmd_intents)
+
+    p = sub.add_parser("approvals", parents=[common], help="approval packets (read-only)")
+    p.add_argument("--pending", action="store_true", help="only those waiting for an answer")
+    p.add_argument("--status", choices=[s.value for s in ApprovalStatus])
+    p.add_argument("--user", type=_text)
+    p.add_argument("--limit", type=_count, default=100)
+    p.set_defaults(func=cmd_approvals)
+
+    for verb in ("approve", "deny"):
+        p = sub.add_parser(
+            verb, parents=[common], help=f"{verb} an approval packet (exit 1: refused)"
+        )
+        p.add_argument("packet_id", type=_text, metavar="ID", help="the packet (apv-...)")
+        p.add_argument("--by", required=True, type=_text, help="the user who answers")
+        carrier = p.add_mutually_exclusive_group()
+        carrier.add_argument("--code", type=_text, help="the reply code ('-': read it from stdin)")
+        carrier.add_argument("--link", type=_text, metavar="TOKEN", help="the signed link token")
+        p.add_argument("--note", type=_text)
+        p.set_defaults(func=cmd_answer)
 
     p = sub.add_parser("resolve", parents=[common], help="record a reviewer's decision")
     p.add_argument("key", type=_text, help="effect key or a unique prefix")

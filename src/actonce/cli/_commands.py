@@ -1,6 +1,7 @@
 """The ``actonce`` commands that read and settle a ledger, over the public API only.
 
-``status``, ``list`` and ``show`` open the ledger read-only: they never
+``status``, ``list`` and ``show`` open the ledger read-only (``show`` adds
+the intent chain, the approvals and the holds of a gated effect): they never
 create, migrate or write (a mistyped path is an error, never a new ledger).
 ``init`` makes a ledger, ``migrate`` upgrades one, ``resolve`` and
 ``reconcile`` write to an existing one.
@@ -13,6 +14,7 @@ import sys
 from typing import Any
 
 from actonce import (
+    EffectRecord,
     Ledger,
     LedgerNotFound,
     Resolution,
@@ -22,6 +24,7 @@ from actonce import (
     registry,
 )
 
+from ._approvals import approvals_section, gated_json
 from ._format import clean, event_json, print_json, record_json, table, when
 
 __all__ = [
@@ -130,20 +133,34 @@ def _extra(data: dict[str, Any]) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with _read(args) as ledger:
-        record = ledger.find(args.key)
-        events = ledger.events(record.key)
+        record: EffectRecord | None
+        try:
+            record = ledger.find(args.key)
+            key = record.key
+        except UnknownEffect:
+            # A gated effect that was never claimed: its approvals name its full key.
+            if not ledger.approvals.list(key=args.key, limit=1):
+                raise
+            record, key = None, args.key
+        try:
+            events = ledger.events(key)
+        except UnknownEffect:
+            events = []
+        if args.json:
+            gated = gated_json(ledger, key)
+        else:
+            lines = approvals_section(ledger, key, record)
     if args.json:
-        print_json({"effect": record_json(record), "events": [event_json(e) for e in events]})
+        effect = None if record is None else record_json(record)
+        print_json({"effect": effect, "events": [event_json(e) for e in events], **gated})
         return EXIT_OK
-    print(f"key      {record.key}")
-    print(f"kind     {record.kind}")
-    print(f"status   {record.status.value} (attempt {record.fence})")
-    print(f"result   {clean(record.result_ref) or '-'}")
-    if record.matches > 1:
-        print(f"matches  {record.matches} (a duplicate was detected)")
-    print(f"reason   {clean(record.reason) or '-'}")
-    print(f"scope    {record.scope}")
-    print(f"payload  {record.payload}")
+    if record is None:
+        print(f"key      {key}")
+        print("status   not claimed (a gated effect waiting for its approval, or refused)")
+    else:
+        _show_record(record)
+    for line in lines:
+        print(line)
     print("\nhistory:")
     print(
         table(
@@ -163,6 +180,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
     )
     return EXIT_OK
+
+
+def _show_record(record: EffectRecord) -> None:
+    print(f"key      {record.key}")
+    print(f"kind     {record.kind}")
+    print(f"status   {record.status.value} (attempt {record.fence})")
+    print(f"result   {clean(record.result_ref) or '-'}")
+    if record.matches > 1:
+        print(f"matches  {record.matches} (a duplicate was detected)")
+    print(f"reason   {clean(record.reason) or '-'}")
+    print(f"scope    {record.scope}")
+    print(f"payload  {record.payload}")
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:

@@ -7,9 +7,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from actonce import EffectRecord, Event, scrub_text
+from actonce import EffectRecord, Event, Hold, IntentRow, Packet, scrub_text
 
-__all__ = ["event_json", "payload_of", "print_json", "record_json", "table", "when"]
+__all__ = [
+    "event_json",
+    "hold_json",
+    "intent_json",
+    "money",
+    "packet_json",
+    "payload_of",
+    "print_json",
+    "record_json",
+    "table",
+    "when",
+]
 
 
 def when(ts: float | None) -> str:
@@ -85,3 +96,41 @@ def event_json(e: Event) -> dict[str, Any]:
 def print_json(value: Any) -> None:
     """One JSON document on one line."""
     print(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def money(amount: Any, currency: str | None) -> str:
+    """An amount with its currency, or ``-``."""
+    return "-" if amount is None else f"{amount} {currency or ''}".strip()
+
+
+def packet_json(p: Packet, now: float) -> dict[str, Any]:
+    """One approval packet as JSON (a packet holds no carrier secret), with ``expired``."""
+    out = p.as_json()
+    out["summary"] = clean(p.summary())
+    out["expired"] = p.expired(now)
+    return out
+
+
+def intent_json(row: IntentRow) -> dict[str, Any]:
+    """One intent version as JSON: its fields and where it stands."""
+    return {
+        "intent_id": row.intent.intent_id,
+        "version": row.intent.version,
+        "status": row.status.value,
+        "created_at": row.created_at,
+        "superseded_at": row.superseded_at,
+        "fields": row.intent.as_json(),
+    }
+
+
+def hold_json(h: Hold) -> dict[str, Any]:
+    """One hold of one claim attempt as JSON."""
+    return {
+        "attempt": h.fence,
+        "kind": h.kind.value,
+        "ref": h.ref,
+        "amount": str(h.amount),
+        "status": h.status.value,
+        "at": h.at,
+        "settled_at": h.settled_at,
+    }

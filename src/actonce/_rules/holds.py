@@ -22,7 +22,8 @@ import enum
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .intents import IntentRef
+from .errors import UsageError
+from .intents import IntentRef, money
 from .model import Status
 
 __all__ = ["Draw", "Gate", "HoldKind", "HoldStatus", "Settle", "settlement"]
@@ -53,10 +54,20 @@ class Settle(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Draw:
-    """A reservation against a budget pool (issue 12)."""
+    """A reservation against a budget pool (issue 12).
+
+    Raises:
+        UsageError: no pool name, or an amount that is not a finite,
+            non-negative decimal (a negative draw would free budget).
+    """
 
     pool: str
     amount: Decimal
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pool, str) or not self.pool.strip():
+            raise UsageError("a draw names a budget pool")
+        object.__setattr__(self, "amount", money(self.amount, "a draw"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +86,18 @@ class Gate:
     approval: str | None = None
     amount: Decimal | None = None
     draws: tuple[Draw, ...] = ()
+
+    def __post_init__(self) -> None:
+        pools = [d.pool for d in self.draws]
+        twice = sorted({p for p in pools if pools.count(p) > 1})
+        if twice:
+            # Each draw is checked against its pool alone and held under its
+            # name: two draws on one pool would be checked apart (and each
+            # could fit where both do not). Name a pool once, with the sum.
+            raise UsageError(
+                f"a gate draws on each pool once; {', '.join(map(repr, twice))} "
+                "is named more than once (draw the sum instead)"
+            )
 
     @property
     def empty(self) -> bool:

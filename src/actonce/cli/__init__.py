@@ -25,6 +25,7 @@ from ._commands import (
     EXIT_FAIL,
     EXIT_OK,
     EXIT_USAGE,
+    cmd_budgets,
     cmd_init,
     cmd_list,
     cmd_migrate,
@@ -109,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(also $ACTONCE_VERIFIERS and 'actonce.verifiers' entry points)",
     )
     p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser(
+        "budgets", parents=[common], help="budget pools in their current window (read-only)"
+    )
+    p.add_argument("pools", nargs="*", type=_text, help="only these pools (default: all)")
+    p.set_defaults(func=cmd_budgets)
 
     p = sub.add_parser("init", parents=[common], help="create a ledger (once)")
     p.set_defaults(func=cmd_init)

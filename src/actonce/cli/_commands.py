@@ -14,13 +14,14 @@ from typing import Any
 
 from actonce import Ledger, LedgerNotFound, Resolution, Status, open_ledger, registry
 
-from ._format import clean, event_json, print_json, record_json, table, when
+from ._format import clean, event_json, print_json, record_json, table, utc, when
 
 __all__ = [
     "EXIT_FAIL",
     "EXIT_OK",
     "EXIT_OPEN",
     "EXIT_USAGE",
+    "cmd_budgets",
     "cmd_init",
     "cmd_list",
     "cmd_migrate",
@@ -232,3 +233,29 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     else:
         print(f"the ledger at {url} is up to date")
     return EXIT_OK
+
+
+def cmd_budgets(args: argparse.Namespace) -> int:
+    with _read(args) as ledger:
+        usages = ledger.budgets.usage(*args.pools)
+        url = ledger.url
+    missing = sorted(set(args.pools) - {u.pool.name for u in usages})
+    if args.json:
+        print_json({"ledger": url, "pools": [u.as_json() for u in usages], "missing": missing})
+        return EXIT_FAIL if missing else EXIT_OK
+    print(f"ledger  {url}")
+    if not usages:
+        print("no budget pools" + (f" named {', '.join(missing)}" if missing else ""))
+        return EXIT_FAIL if missing else EXIT_OK
+    rows = []
+    for u in usages:
+        window = u.pool.window if isinstance(u.pool.window, str) else f"{u.pool.window:g}s"
+        rows.append([u.pool.name, u.pool.unit, window, str(u.pool.limit), str(u.reserved),
+                     str(u.consumed), str(u.free), f"{utc(u.start)} -> {utc(u.end)}"])  # fmt: skip
+    headers = ["pool", "unit", "per", "limit", "reserved", "consumed", "free", "window (UTC)"]
+    print(table(rows, headers))
+    print("reserved: held by effects in flight or in doubt; consumed: verified; "
+          "free: what a new claim may take")  # fmt: skip
+    for name in missing:
+        print(f"no budget pool {name!r}", file=sys.stderr)
+    return EXIT_FAIL if missing else EXIT_OK

@@ -9,7 +9,7 @@ from typing import Any
 
 from actonce import EffectRecord, Event, scrub_text
 
-__all__ = ["event_json", "payload_of", "print_json", "record_json", "table", "when"]
+__all__ = ["event_json", "payload_of", "print_json", "record_json", "table", "utc", "when"]
 
 
 def when(ts: float | None) -> str:
@@ -18,6 +18,14 @@ def when(ts: float | None) -> str:
         return "-"
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return f"{ts!r}"
+
+
+def utc(ts: float) -> str:
+    """A timestamp in UTC, to the minute (budget windows are aligned in UTC)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts))
     except (OverflowError, OSError, ValueError):
         return f"{ts!r}"
 

@@ -14,6 +14,7 @@ from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
+from ._operator import AsyncHooks, AsyncOperator, EffectPlan, Hooks, Operator
 from ._queue import AsyncWorkQueue, WorkQueue
 from ._registry import Registry, registry
 from ._rules.approvals import (
@@ -66,6 +67,7 @@ from ._rules.model import (
     Unavailable,
     Verdict,
 )
+from ._rules.operator import ItemClass, RunStage, RunStatus, RunStop, RunSummary, SummaryItem
 from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
 from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
@@ -77,6 +79,7 @@ from ._store.base import (
     EffectStore,
     LeaseStore,
     QueueStore,
+    RunStore,
     Store,
 )
 from ._store.memory import MemoryStore
@@ -149,10 +152,12 @@ __all__ = [
     "AsyncApprovals",
     "AsyncBudgets",
     "AsyncEffectStore",
+    "AsyncHooks",
     "AsyncIntents",
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncLedger",
+    "AsyncOperator",
     "AsyncPostgresStore",
     "AsyncQueueStore",
     "AsyncStore",
@@ -166,6 +171,7 @@ __all__ = [
     "Draw",
     "Effect",
     "EffectKey",
+    "EffectPlan",
     "EffectRecord",
     "EffectStore",
     "Event",
@@ -175,6 +181,7 @@ __all__ = [
     "Freshness",
     "Gate",
     "HardStop",
+    "Hooks",
     "Intent",
     "IntentRef",
     "IntentRevision",
@@ -183,6 +190,7 @@ __all__ = [
     "Intents",
     "InvalidKey",
     "InvalidTransition",
+    "ItemClass",
     "ItemStatus",
     "Lease",
     "LeaseError",
@@ -198,6 +206,7 @@ __all__ = [
     "LedgerUnavailable",
     "MemoryStore",
     "NotPerformed",
+    "Operator",
     "Outcome",
     "Packet",
     "PayloadMismatch",
@@ -214,12 +223,18 @@ __all__ = [
     "Resolution",
     "RevisionResult",
     "RunResult",
+    "RunStage",
+    "RunStatus",
+    "RunStop",
+    "RunStore",
+    "RunSummary",
     "SQLiteStore",
     "SchemaTooNew",
     "SchemaTooOld",
     "SigningKeys",
     "Status",
     "Store",
+    "SummaryItem",
     "SystemClock",
     "Unavailable",
     "UnknownEffect",

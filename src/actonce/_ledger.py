@@ -34,12 +34,14 @@ from ._rules.model import (
     Status,
     Verdict,
 )
+from ._rules.operator import RunSummary
 from ._rules.secrets import FingerprintKey, mask_url
 from ._rules.text import world_text
 from ._run import ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
+from ._run.operator import SummaryGet, SummaryList
 from ._run.ops import Op
 from ._store.base import AsyncStore, EffectStore
 from ._store.threads import threaded
@@ -340,6 +342,18 @@ class Ledger(_Base):
         """How many effects were settled on a verdict that saw more than one result."""
         return int(self._driver.run(_one(ops.Duplicates())))
 
+    def summary(self, run_id: str) -> RunSummary | None:
+        """The stored summary of an operator run (see :class:`~actonce.Operator`)."""
+        found: RunSummary | None = self._driver.run(_summary(run_id))
+        return found
+
+    def summaries(
+        self, operator: str | None = None, *, limit: int = 20
+    ) -> builtins.list[RunSummary]:
+        """Stored operator run summaries, newest first (of one operator, or all)."""
+        found: builtins.list[RunSummary] = self._driver.run(_summaries(operator, limit))
+        return found
+
 
 class AsyncLedger(_Base):
     """The durable ledger of effects, asynchronous; same names as :class:`Ledger`.
@@ -516,6 +530,18 @@ class AsyncLedger(_Base):
         """How many effects were settled on a verdict that saw more than one result."""
         return int(await self._driver.run(_one(ops.Duplicates())))
 
+    async def summary(self, run_id: str) -> RunSummary | None:
+        """See :meth:`Ledger.summary`."""
+        found: RunSummary | None = await self._driver.run(_summary(run_id))
+        return found
+
+    async def summaries(
+        self, operator: str | None = None, *, limit: int = 20
+    ) -> builtins.list[RunSummary]:
+        """See :meth:`Ledger.summaries`."""
+        found: builtins.list[RunSummary] = await self._driver.run(_summaries(operator, limit))
+        return found
+
 
 # --- the small generators both ledgers drive ---------------------------------------------
 
@@ -536,6 +562,18 @@ def _open(limit: int) -> ops.Steps:
 
 def _select(status: Status | str | None, kind: str | None, limit: int) -> ops.Steps:
     return (yield ops.Select(_statuses(status), _limit(limit), kind))
+
+
+def _summary(run_id: str) -> ops.Steps:
+    if not isinstance(run_id, str) or not run_id:
+        raise UsageError(f"a run id is a non-empty string, not {run_id!r}")
+    return (yield SummaryGet(run_id))
+
+
+def _summaries(operator: str | None, limit: int) -> ops.Steps:
+    if operator is not None and not isinstance(operator, str):
+        raise UsageError(f"an operator's name is a string, not {type(operator).__name__}")
+    return (yield SummaryList(operator, _limit(limit)))
 
 
 def _events(key: str) -> ops.Steps:

@@ -21,7 +21,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "actonce"
 WINGS = ("cli", "chaos", "demo", "browser", "console")
 PUBLIC = {"actonce", "actonce.testing", "actonce.browser", "actonce.sandbox", "actonce.explore"}
 FACADES = {"actonce._ledger", "actonce._leases", "actonce._queue", "actonce._registry",
-           "actonce._effect", "actonce._approvals", "actonce._budgets"}  # fmt: skip
+           "actonce._effect", "actonce._approvals", "actonce._budgets",
+           "actonce._operator"}  # fmt: skip
 
 
 def _module_of(path: Path) -> str:

@@ -87,6 +87,8 @@ class EventType(enum.StrEnum):
     APPROVAL_RELEASED = "approval_released"
     APPROVAL_CONSUMED = "approval_consumed"
     BUDGET_DEFINED = "budget_defined"
+    # Operator runs (history key "operator:<name>"): one event per stored summary.
+    OPERATOR_RUN = "operator_run"
 
 
 # --- verification verdicts -------------------------------------------------

@@ -44,7 +44,7 @@ from .._rules.errors import (
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
 from .._rules.secrets import mask_url
-from . import gated_ops
+from . import gated_ops, summary_ops
 from . import migrations as _migrations
 from . import postgres_ops as ops
 from .base import Expect
@@ -477,6 +477,9 @@ class PostgresStore:
     pool_define = _sync_tx(_q(gated_ops.pool_define))
     pool_get = _sync(_q(gated_ops.pool_get))
     budget_usage = _sync(_q(gated_ops.budget_usage))
+    summary_put = _sync_tx(_q(summary_ops.summary_put))
+    summary_get = _sync(_q(summary_ops.summary_get))
+    summary_list = _sync(_q(summary_ops.summary_list))
 
     def close(self) -> None:
         self._pool.close()
@@ -641,6 +644,9 @@ class AsyncPostgresStore:
     pool_define = _async_tx(_q(gated_ops.pool_define))
     pool_get = _async(_q(gated_ops.pool_get))
     budget_usage = _async(_q(gated_ops.budget_usage))
+    summary_put = _async_tx(_q(summary_ops.summary_put))
+    summary_get = _async(_q(summary_ops.summary_get))
+    summary_list = _async(_q(summary_ops.summary_list))
 
     async def aclose(self) -> None:
         if self._pool is not None:

@@ -37,7 +37,7 @@ from .._rules.errors import (
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import gated_ops
+from . import gated_ops, summary_ops
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -397,6 +397,9 @@ class SQLiteStore:
     pool_define = _writes(gated_ops.pool_define)
     pool_get = _reads(gated_ops.pool_get)
     budget_usage = _reads(gated_ops.budget_usage)
+    summary_put = _writes(summary_ops.summary_put)
+    summary_get = _reads(summary_ops.summary_get)
+    summary_list = _reads(summary_ops.summary_list)
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])

@@ -291,6 +291,8 @@ class Operator(Generic[C]):
     ) -> None:
         if not isinstance(ledger, Ledger):
             raise UsageError("Operator needs a Ledger: use AsyncOperator with an AsyncLedger")
+        if isinstance(hooks, AsyncHooks):
+            raise UsageError("AsyncHooks are awaited: use AsyncOperator with an AsyncLedger")
         self.ledger = ledger
         self.hooks = hooks
         self.config = _config(name, kinds, ttl, owner, limit)

@@ -33,6 +33,7 @@ from ._commands import (
     cmd_resolve,
     cmd_show,
     cmd_status,
+    cmd_summary,
 )
 
 __all__ = ["build_parser", "main"]
@@ -116,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("pools", nargs="*", type=_text, help="only these pools (default: all)")
     p.set_defaults(func=cmd_budgets)
+
+    p = sub.add_parser("summary", parents=[common], help="an operator run's summary (read-only)")
+    p.add_argument("run_id", nargs="?", type=_text, help="the run (default: the latest)")
+    p.add_argument("--operator", type=_text, help="the latest run of this operator")
+    p.add_argument("--list", action="store_true", help="a table of recent runs")
+    p.add_argument("--limit", type=_count, default=20, help="runs in --list (20)")
+    p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("init", parents=[common], help="create a ledger (once)")
     p.set_defaults(func=cmd_init)

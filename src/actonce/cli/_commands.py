@@ -29,6 +29,7 @@ __all__ = [
     "cmd_resolve",
     "cmd_show",
     "cmd_status",
+    "cmd_summary",
 ]
 
 #: Exit codes: done; an error (one line on stderr); a bad command line;
@@ -259,3 +260,36 @@ def cmd_budgets(args: argparse.Namespace) -> int:
     for name in missing:
         print(f"no budget pool {name!r}", file=sys.stderr)
     return EXIT_FAIL if missing else EXIT_OK
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    with _read(args) as ledger:
+        if args.run_id:
+            found = ledger.summary(args.run_id)
+            runs = [] if found is None else [found]
+        else:
+            runs = ledger.summaries(args.operator, limit=args.limit if args.list else 1)
+    if args.run_id and not runs:
+        print(f"actonce: error: no run summary {args.run_id!r} in this ledger", file=sys.stderr)
+        return EXIT_FAIL
+    if args.json:
+        data = [r.as_json() for r in runs]
+        print_json(data if args.list else (data[0] if data else None))
+        return EXIT_OK
+    if not runs:
+        who = f" of operator {args.operator!r}" if args.operator else ""
+        print(f"no run summaries{who}")
+        return EXIT_OK
+    if args.list:
+        rows = []
+        for r in runs:
+            c = r.counts()
+            rows.append([r.run_id, r.operator, r.status.value, when(r.ended_at), str(c["done"]),
+                         str(sum(c["skipped"].values())), str(c["failures"]),
+                         str(c["ambiguous"]), str(c["hard_stops"]), str(c["quality_skips"])])  # fmt: skip
+        headers = ["run", "operator", "status", "ended", "done", "skipped", "failures",
+                   "ambiguous", "hard stops", "quality"]  # fmt: skip
+        print(table(rows, headers))
+        return EXIT_OK
+    print("\n".join(clean(line) or "" for line in runs[0].lines()))
+    return EXIT_OK

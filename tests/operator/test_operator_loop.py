@@ -328,3 +328,23 @@ def test_bad_arguments_are_refused(ledger: Ledger, world: World) -> None:
     summary = operator(ledger, Bad(world, ["a"])).run()
     (item,) = summary.failures
     assert "plan() returns an Effect" in (item.reason or "")
+
+
+def test_an_effect_of_another_kind_is_refused_before_any_claim(
+    ledger: Ledger, world: World
+) -> None:
+    class Other(Script):
+        def plan(self, candidate: str) -> Any:
+            return self.world.effect(candidate, kind="invoice")
+
+    summary = operator(ledger, Other(world, ["a"])).run()
+    (item,) = summary.failures
+    assert "not among this operator's kinds" in (item.reason or "")
+    assert world.performed == {} and ledger.get(world.key("a", "invoice")) is None
+
+
+def test_a_run_id_used_twice_is_stored_once(ledger: Ledger, world: World) -> None:
+    first = operator(ledger, Script(world, ["a"])).run(run_id="nightly-1")
+    again = operator(ledger, Script(world, ["b"])).run(run_id="nightly-1")
+    assert (first.stored, again.stored) == (True, False)
+    assert ledger.summary("nightly-1") == first

@@ -229,7 +229,7 @@ def _stages(run: _Run) -> Gen:
     if got.error is not None:
         raise _Stopped(RunStop(RunStage.IDENTITY, f"identity in doubt: {_error(got.error)}"))
     if got.value is False or isinstance(got.value, str):
-        why = "not confirmed" if got.value is False else _text(got.value)
+        why = "not confirmed" if got.value is False else (_text(got.value) or "not confirmed")
         raise _Stopped(RunStop(RunStage.IDENTITY, f"identity in doubt: {why}"))
     yield from _beat(run)
     run.stage = RunStage.OBSERVE
@@ -439,6 +439,13 @@ def _act(run: _Run, label: str, effect: Any) -> Generator[Op, Any, RunResult | N
     """Pre-check the budget, renew the lease, run the effect; ``None``: go no further."""
     raw = effect.key
     key = str(getattr(raw, "value", raw))
+    if effect.kind not in run.cfg.kinds:
+        # Its doubt would never block this operator: refuse it before any claim.
+        refused = f"its kind {effect.kind!r} is not among this operator's kinds; nothing was done"
+        run.items.append(
+            SummaryItem(label, ItemClass.FAILED, RunStage.PLAN, key=key, reason=refused)
+        )
+        return None
     gate = getattr(effect, "gate", None)
     draws = () if gate is None else tuple(gate.draws)
     if draws:
@@ -562,7 +569,7 @@ def _finish(run: _Run) -> Generator[Op, Any, RunSummary]:
         held_by=run.held_by,
     )
     try:
-        yield SummaryPut(summary)
+        stored = yield SummaryPut(summary)
     except LedgerError:
-        summary = replace(summary, stored=False)
-    return summary
+        stored = False
+    return summary if stored else replace(summary, stored=False)

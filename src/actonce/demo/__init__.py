@@ -25,7 +25,7 @@ def _print_report(r: DemoReport) -> None:
             f"    {' '.join(str(row[f]) for f in fields[:-1])}: {row[fields[-1]]}" for row in rows
         ]
 
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(r.runs.items()))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(r.operator_runs.items()))
     kills = ", ".join(f"{k['worker']} ({k['how']})" for k in r.kills)
     lines = ["", "actonce demo report", "===================",
              f"intents            {r.intents} ({r.intents_done} settled) in {r.rounds} round(s), "

@@ -66,7 +66,7 @@ class DemoReport:
     hard_stops: list[dict[str, Any]] = field(default_factory=list)
     quality_skips: list[dict[str, str]] = field(default_factory=list)
     reviewed: list[dict[str, str]] = field(default_factory=list)
-    runs: dict[str, int] = field(default_factory=dict)
+    operator_runs: dict[str, int] = field(default_factory=dict)
     unresolved: list[str] = field(default_factory=list)
     intents_done: int = 0
     kills: list[dict[str, Any]] = field(default_factory=list)
@@ -367,7 +367,7 @@ def _summarize(report: DemoReport, ledger_url: str, todo: list[Intent], server: 
                                             "evidence": proof[-1] if proof else None})  # fmt: skip
         report.intents_done = sum(settled(ledger, i) for i in todo)
         runs = ledger.summaries(limit=100_000)
-    report.runs = dict(Counter(s.status.value for s in runs))
+    report.operator_runs = dict(Counter(s.status.value for s in runs))
     skips: dict[str, str] = {}
     for s in reversed(runs):  # oldest first
         skips.update({i.label: i.reason or "" for i in s.quality_skips})

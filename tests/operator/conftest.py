@@ -1,4 +1,9 @@
-"""Fixtures of the operator tests: the world, a frozen clock, a ledger per backend."""
+"""Fixtures of the operator tests: the world, a frozen clock, a ledger per backend.
+
+This folder is not a package (no ``__init__.py``): a package named
+``operator`` would shadow the standard library's. Its helpers live in
+``opworld.py``, imported by that unique name.
+"""
 
 from __future__ import annotations
 

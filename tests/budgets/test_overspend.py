@@ -10,8 +10,11 @@ reconciled the way a later run would, and three measures are compared with
 the limit:
 
 - a sampler reads the pool's usage while the processes run;
-- the ledger's history is replayed in commit order (each claim's event and
-  its holds are written in one transaction, each settlement's likewise);
+- the ledger's history is replayed in event order (each claim's event and
+  its holds are written in one transaction, each settlement's likewise).
+  On SQLite that is commit order; on PostgreSQL claims on one pool are
+  ordered by its row lock, and a release may show a moment before its
+  commit (the replay can only under-count by the releases in flight);
 - the provider's ground truth: every accepted effect must be covered by a
   hold that was consumed or is still held, never by one that was released.
 

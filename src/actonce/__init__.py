@@ -15,6 +15,7 @@ from ._effect import Effect
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
 from ._operations import AsyncOperation, Operation, Step, aprovider_retry, provider_retry
+from ._operator import AsyncHooks, AsyncOperator, EffectPlan, Hooks, Operator
 from ._queue import AsyncWorkQueue, WorkQueue
 from ._registry import Registry, registry
 from ._rules.approvals import (
@@ -68,6 +69,7 @@ from ._rules.model import (
     Verdict,
 )
 from ._rules.operations import Assessment, OperationState, Role
+from ._rules.operator import ItemClass, RunStage, RunStatus, RunStop, RunSummary, SummaryItem
 from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
 from ._run.approvals import ApprovalRequest, IntentRevision
@@ -81,6 +83,7 @@ from ._store.base import (
     EffectStore,
     LeaseStore,
     QueueStore,
+    RunStore,
     Store,
 )
 from ._store.memory import MemoryStore
@@ -154,11 +157,13 @@ __all__ = [
     "AsyncApprovals",
     "AsyncBudgets",
     "AsyncEffectStore",
+    "AsyncHooks",
     "AsyncIntents",
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncLedger",
     "AsyncOperation",
+    "AsyncOperator",
     "AsyncPostgresStore",
     "AsyncQueueStore",
     "AsyncStore",
@@ -172,6 +177,7 @@ __all__ = [
     "Draw",
     "Effect",
     "EffectKey",
+    "EffectPlan",
     "EffectRecord",
     "EffectStore",
     "Event",
@@ -184,6 +190,7 @@ __all__ = [
     "Hold",
     "HoldKind",
     "HoldStatus",
+    "Hooks",
     "Intent",
     "IntentRef",
     "IntentRevision",
@@ -192,6 +199,7 @@ __all__ = [
     "Intents",
     "InvalidKey",
     "InvalidTransition",
+    "ItemClass",
     "ItemStatus",
     "Lease",
     "LeaseError",
@@ -210,6 +218,7 @@ __all__ = [
     "Operation",
     "OperationResult",
     "OperationState",
+    "Operator",
     "Outcome",
     "Packet",
     "PayloadMismatch",
@@ -228,6 +237,11 @@ __all__ = [
     "RevisionResult",
     "Role",
     "RunResult",
+    "RunStage",
+    "RunStatus",
+    "RunStop",
+    "RunStore",
+    "RunSummary",
     "SQLiteStore",
     "SchemaTooNew",
     "SchemaTooOld",
@@ -235,6 +249,7 @@ __all__ = [
     "Status",
     "Step",
     "Store",
+    "SummaryItem",
     "SystemClock",
     "Unavailable",
     "UnknownEffect",

@@ -102,4 +102,6 @@ class AsyncBudgets:
         """See :meth:`Budgets.usage`."""
         return await self._ledger._drive(gen.usage(list(names) or None, at))
 
-    gate = Budgets.gate
+    # ``Budgets.gate`` read off the class is the bare function: without
+    # staticmethod it would become a method here and take the facade for a pool.
+    gate = staticmethod(Budgets.gate)

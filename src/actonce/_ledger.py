@@ -36,6 +36,7 @@ from ._rules.model import (
     Status,
     Verdict,
 )
+from ._rules.operator import RunSummary
 from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey, mask_url
 from ._rules.text import world_text
@@ -44,6 +45,7 @@ from ._run import operation, ops, review
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
+from ._run.operator import SummaryGet, SummaryList
 from ._run.ops import Op
 from ._store.base import AsyncEffectStore, AsyncStore, EffectStore
 from ._store.threads import threaded
@@ -421,6 +423,17 @@ class Ledger(_Base):
     def receipt(self, op_id: str) -> Receipt | None:
         """The receipt of an operation (``None`` until it stood still in a final state)."""
         return self._drive(operation.stored_receipt(op_id))
+    def summary(self, run_id: str) -> RunSummary | None:
+        """The stored summary of an operator run (see :class:`~actonce.Operator`)."""
+        found: RunSummary | None = self._driver.run(_summary(run_id))
+        return found
+
+    def summaries(
+        self, operator: str | None = None, *, limit: int = 20
+    ) -> builtins.list[RunSummary]:
+        """Stored operator run summaries, newest first (of one operator, or all)."""
+        found: builtins.list[RunSummary] = self._driver.run(_summaries(operator, limit))
+        return found
 
 
 class AsyncLedger(_Base):
@@ -614,6 +627,17 @@ class AsyncLedger(_Base):
     async def receipt(self, op_id: str) -> Receipt | None:
         """See :meth:`Ledger.receipt`."""
         return await self._drive(operation.stored_receipt(op_id))
+    async def summary(self, run_id: str) -> RunSummary | None:
+        """See :meth:`Ledger.summary`."""
+        found: RunSummary | None = await self._driver.run(_summary(run_id))
+        return found
+
+    async def summaries(
+        self, operator: str | None = None, *, limit: int = 20
+    ) -> builtins.list[RunSummary]:
+        """See :meth:`Ledger.summaries`."""
+        found: builtins.list[RunSummary] = await self._driver.run(_summaries(operator, limit))
+        return found
 
 
 # --- the small generators both ledgers drive ---------------------------------------------
@@ -645,6 +669,18 @@ def _select(
 
 def _counts(status: StatusFilter) -> ops.Steps:
     return (yield ops.Counts(_statuses(status)))
+
+
+def _summary(run_id: str) -> ops.Steps:
+    if not isinstance(run_id, str) or not run_id:
+        raise UsageError(f"a run id is a non-empty string, not {run_id!r}")
+    return (yield SummaryGet(run_id))
+
+
+def _summaries(operator: str | None, limit: int) -> ops.Steps:
+    if operator is not None and not isinstance(operator, str):
+        raise UsageError(f"an operator's name is a string, not {type(operator).__name__}")
+    return (yield SummaryList(operator, _limit(limit)))
 
 
 def _events(key: str) -> ops.Steps:

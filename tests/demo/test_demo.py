@@ -36,6 +36,8 @@ def test_demo_under_faults_and_kills_has_no_duplicate(tmp_path: Path) -> None:
     assert report["intents_done"] == report["intents"] >= 10
     assert report["kills"] >= 1
     assert sum(report["faults_fired"].values()) >= 5
+    # The agents ran as operators: their run summaries are in the ledger, counted.
+    assert report["operator_runs"].get("completed", 0) >= 1
     # Every effect the ledger calls confirmed exists in the sandbox exactly once:
     # the report's ground truth never shows fewer objects than confirmed effects.
     assert sum(report["observed"].values()) >= report["confirmed"]

@@ -98,3 +98,43 @@ async def async_api() -> None:
         events: list[Event] = await ledger.events("k")
         counts: dict[Status, int] = await ledger.counts()
         del result, report, record, maybe, events, counts
+
+
+class Drafts(actonce.Hooks[str]):
+    def observe(self) -> list[str]:
+        return ["hello"]
+
+    def plan(self, candidate: str) -> actonce.EffectPlan:
+        return Effect(key=candidate, kind="post", payload={}, perform=perform, verify=verify)
+
+
+class AsyncDrafts(actonce.AsyncHooks[int]):
+    async def observe(self) -> list[int]:
+        return [1]
+
+    async def plan(self, candidate: int) -> actonce.EffectPlan:
+        return None
+
+
+def operator_api() -> None:
+    with Ledger(MemoryStore(), clock=FrozenClock()) as ledger:
+        pool: actonce.Pool = ledger.budgets.define("original", 10, window="day")
+        usages: list[actonce.PoolUsage] = ledger.budgets.usage("original")
+        gate: actonce.Gate = ledger.budgets.gate("original", amount=1)
+        op: actonce.Operator[str] = actonce.Operator(ledger, "bot", Drafts(), kinds=("post",))
+        summary: actonce.RunSummary = op.run()
+        status: actonce.RunStatus = summary.status
+        items: list[actonce.SummaryItem] = summary.done + summary.failures
+        stops: tuple[actonce.RunStop, ...] = summary.stops
+        stored: actonce.RunSummary | None = ledger.summary(summary.run_id)
+        recent: list[actonce.RunSummary] = ledger.summaries("bot", limit=5)
+        text: list[str] = summary.lines()
+        del pool, usages, gate, status, items, stops, stored, recent, text
+
+
+async def async_operator_api() -> None:
+    async with AsyncLedger(MemoryStore()) as ledger:
+        op = actonce.AsyncOperator(ledger, "bot", AsyncDrafts(), kinds=("post",))
+        summary: actonce.RunSummary = await op.run()
+        usages: list[actonce.PoolUsage] = await ledger.budgets.usage()
+        del summary, usages

@@ -22,7 +22,7 @@ WINGS = ("cli", "chaos", "demo", "browser", "console")
 PUBLIC = {"actonce", "actonce.testing", "actonce.browser", "actonce.sandbox", "actonce.explore"}
 FACADES = {"actonce._ledger", "actonce._leases", "actonce._queue", "actonce._registry",
            "actonce._effect", "actonce._approvals", "actonce._budgets",
-           "actonce._operations"}  # fmt: skip
+           "actonce._operations", "actonce._operator"}  # fmt: skip
 
 
 def _module_of(path: Path) -> str:

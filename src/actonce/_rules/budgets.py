@@ -129,6 +129,8 @@ class PoolUsage:
 
 def over(usage: PoolUsage, draw: Draw) -> str | None:
     """Why ``draw`` does not fit in ``usage`` (``None`` if it does)."""
+    if usage.pool.unit == "count" and draw.amount != draw.amount.to_integral_value():
+        return f"budget {usage.pool.name!r} counts whole actions, not {draw.amount}"
     if usage.used + draw.amount <= usage.pool.limit:
         return None
     unit = "" if usage.pool.unit == "count" else f" {usage.pool.unit}"

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import NamedTuple
 
+from .errors import UsageError
 from .facts import Fact
-from .intents import IntentRef
+from .intents import IntentRef, money
 from .model import Status
 
 __all__ = ["Draw", "Gate", "Hold", "HoldKind", "HoldStatus", "Settle", "settlement"]
@@ -55,10 +56,20 @@ class Settle(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Draw:
-    """A reservation against a budget pool (issue 12)."""
+    """A reservation against a budget pool (issue 12).
+
+    Raises:
+        UsageError: no pool name, or an amount that is not a finite,
+            non-negative decimal (a negative draw would free budget).
+    """
 
     pool: str
     amount: Decimal
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pool, str) or not self.pool.strip():
+            raise UsageError("a draw names a budget pool")
+        object.__setattr__(self, "amount", money(self.amount, "a draw"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,18 @@ class Gate:
     amount: Decimal | None = None
     draws: tuple[Draw, ...] = ()
     facts: tuple[Fact, ...] = ()
+
+    def __post_init__(self) -> None:
+        pools = [d.pool for d in self.draws]
+        twice = sorted({p for p in pools if pools.count(p) > 1})
+        if twice:
+            # Each draw is checked against its pool alone and held under its
+            # name: two draws on one pool would be checked apart (and each
+            # could fit where both do not). Name a pool once, with the sum.
+            raise UsageError(
+                f"a gate draws on each pool once; {', '.join(map(repr, twice))} "
+                "is named more than once (draw the sum instead)"
+            )
 
     @property
     def empty(self) -> bool:

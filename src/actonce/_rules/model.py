@@ -91,6 +91,8 @@ class EventType(enum.StrEnum):
     BUDGET_DEFINED = "budget_defined"
     OPERATION_STARTED = "operation_started"
     RECEIPT_WRITTEN = "receipt_written"
+    # Operator runs (history key "operator:<name>"): one event per stored summary.
+    OPERATOR_RUN = "operator_run"
 
 
 # --- verification verdicts -------------------------------------------------

@@ -40,6 +40,8 @@ from .ops import (
     Claim,
     Evidence,
     Get,
+    Hook,
+    Hooked,
     Now,
     Perform,
     Performed,
@@ -75,13 +77,17 @@ _POLL = 0.2  # seconds the heartbeat thread sleeps at most between two looks at 
 
 @dataclass(frozen=True, slots=True)
 class Callables:
-    """The user's callables of one effect (only ``verify`` for reconcile)."""
+    """The user's callables of one effect (only ``verify`` for reconcile).
+
+    ``host`` answers ``Hook`` operations (a loop's stages: the operator's).
+    """
 
     verify: Callable[[], Any]
     perform: Callable[[], Any] | None = None
     precondition: Callable[[], Any] | None = None
     evidence: Callable[[str], Any] | None = None
     refresh: Callable[[], Any] | None = None
+    host: Any = None
 
 
 NO_CALLABLES = Callables(verify=lambda: Unavailable("no verifier for this operation"))
@@ -361,6 +367,11 @@ class Driver:
             except Exception as exc:
                 error = exc
             return refreshed(fns.refresh, value, error, tick(self.clock))
+        if kind is Hook:
+            try:
+                return Hooked(_no_await(getattr(fns.host, op.name)(*op.args)))
+            except BaseException as exc:  # handed to the loop, which re-raises a crash
+                return Hooked(None, exc)
         return getattr(store, op.primitive)(*op.args())
 
     def _perform(self, op: Perform, fns: Callables) -> Performed:
@@ -481,6 +492,11 @@ class AsyncDriver:
             except Exception as exc:
                 error = exc
             return refreshed(fns.refresh, value, error, tick(self.clock))
+        if kind is Hook:
+            try:
+                return Hooked(await _maybe_await(getattr(fns.host, op.name)(*op.args)))
+            except BaseException as exc:  # handed to the loop, which re-raises a crash
+                return Hooked(None, exc)
         return await getattr(store, op.primitive)(*op.args())
 
     async def _perform(self, op: Perform, fns: Callables) -> Performed:

@@ -20,6 +20,7 @@ explorer or a simulator may answer them any other way.
 | ``Point``       | ``None`` (a crash point; may never return)     |
 | ``GetPacket``   | ``Packet | None``                              |
 | ``Refresh``     | ``Refreshed`` (facts, or why there are none)   |
+| ``Hook``        | ``Hooked`` (what a hook returned or raised)    |
 | ``ReplacePacket``| ``Packet | None`` (``None``: it moved meanwhile)|
 | ``MatchPrefix``, ``Events``, ``Select``, ``OpenEffects``, ``Counts``,   |
 | ``Duplicates``, ``HoldsOf`` | the store's answer (read-only queries) |
@@ -64,6 +65,8 @@ __all__ = [
     "Get",
     "GetPacket",
     "HoldsOf",
+    "Hook",
+    "Hooked",
     "MatchPrefix",
     "Now",
     "Op",
@@ -271,6 +274,32 @@ class Refreshed(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Hook:
+    """Call the hook ``name`` of the run's host once with ``args``.
+
+    A host is what a facade hands the driver for a loop of its own (the
+    operator's: its user's stages, and the ledger work they lead to). The
+    driver awaits what the hook returns when it is awaitable (async driver)
+    or refuses it (sync driver).
+    """
+
+    name: str
+    args: tuple[Any, ...] = ()
+
+
+class Hooked(NamedTuple):
+    """What one hook did: its value, or what it raised (anything, even a crash).
+
+    A ``BaseException`` (a simulated crash, an interrupt) is handed back too,
+    so that the loop can run its ``finally`` work (give its lease back)
+    before it re-raises it.
+    """
+
+    value: Any
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReplacePacket(StoreOp):
     """Invalidate ``old`` (``reason``) and issue ``new``, its refreshed revision."""
 
@@ -371,6 +400,7 @@ Op = (
     | Point
     | Refresh
     | RunEffect
+    | Hook
     | StoreOp
 )
 Steps = Generator[Op, Any, Any]

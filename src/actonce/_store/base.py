@@ -18,6 +18,7 @@ same transaction. A lost race is a value, never an exception.
   ``close``.
 - :class:`LeaseStore`: operator leases (see :mod:`actonce._leases`).
 - :class:`QueueStore`: work hand-out (see :mod:`actonce._queue`).
+- :class:`RunStore`: operator run summaries (see :mod:`actonce._store.summary_ops`).
 - :class:`IntentStore`, :class:`ApprovalStore`: versioned intents, approval
   packets and the holds of gated claims (see :mod:`actonce._store.gated_ops`).
   A claim may carry a ``gate`` (the store checks and holds it in the claim's
@@ -46,6 +47,7 @@ from .._rules.budgets import Pool, PoolUsage
 from .._rules.holds import Gate, Hold, Settle
 from .._rules.intents import Intent, IntentRef, IntentStatus
 from .._rules.model import EffectRecord, Event, Status
+from .._rules.operator import RunSummary
 from .records import ClaimResult, IntentRow, LeaseRecord, LeaseResult, QueueItem, RevisionResult
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "LeaseStore",
     "OperationStore",
     "QueueStore",
+    "RunStore",
     "Store",
 ]
 
@@ -264,8 +267,20 @@ class OperationStore(Protocol):
     def receipt_get(self, op_id: str) -> tuple[str, str, str, float] | None: ...
 
 
+class RunStore(Protocol):
+    """Operator run summaries, synchronous (see :mod:`actonce._store.summary_ops`)."""
+
+    def summary_put(self, summary: RunSummary) -> bool: ...
+
+    def summary_get(self, run_id: str) -> RunSummary | None: ...
+
+    def summary_list(self, operator: str | None, limit: int) -> list[RunSummary]: ...
+
+
 @runtime_checkable
-class Store(EffectStore, LeaseStore, QueueStore, IntentStore, ApprovalStore, BudgetStore, Protocol):
+class Store(
+    EffectStore, LeaseStore, QueueStore, IntentStore, ApprovalStore, BudgetStore, RunStore, Protocol
+):
     """A synchronous ledger backend with every domain."""
 
 

@@ -44,7 +44,7 @@ from .._rules.errors import (
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
 from .._rules.secrets import mask_url
-from . import gated_ops, listing
+from . import gated_ops, listing, summary_ops
 from . import migrations as _migrations
 from . import postgres_ops as ops
 from .base import Expect
@@ -492,6 +492,9 @@ class PostgresStore:
     operation_get = _sync(_q(gated_ops.operation_get))
     receipt_put = _sync_tx(_q(gated_ops.receipt_put))
     receipt_get = _sync(_q(gated_ops.receipt_get))
+    summary_put = _sync_tx(_q(summary_ops.summary_put))
+    summary_get = _sync(_q(summary_ops.summary_get))
+    summary_list = _sync(_q(summary_ops.summary_list))
 
     def close(self) -> None:
         self._pool.close()
@@ -662,6 +665,9 @@ class AsyncPostgresStore:
     operation_get = _async(_q(gated_ops.operation_get))
     receipt_put = _async_tx(_q(gated_ops.receipt_put))
     receipt_get = _async(_q(gated_ops.receipt_get))
+    summary_put = _async_tx(_q(summary_ops.summary_put))
+    summary_get = _async(_q(summary_ops.summary_get))
+    summary_list = _async(_q(summary_ops.summary_list))
 
     async def aclose(self) -> None:
         if self._pool is not None:

@@ -38,7 +38,7 @@ from .._rules.errors import (
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import gated_ops, listing
+from . import gated_ops, listing, summary_ops
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -427,6 +427,9 @@ class SQLiteStore:
 
     select = _reads(listing.select)
     counts = _reads(listing.counts)
+    summary_put = _writes(summary_ops.summary_put)
+    summary_get = _reads(summary_ops.summary_get)
+    summary_list = _reads(summary_ops.summary_list)
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])

@@ -28,6 +28,7 @@ from ._commands import (
     EXIT_FAIL,
     EXIT_OK,
     EXIT_USAGE,
+    cmd_budgets,
     cmd_init,
     cmd_list,
     cmd_migrate,
@@ -36,6 +37,7 @@ from ._commands import (
     cmd_resolve,
     cmd_show,
     cmd_status,
+    cmd_summary,
 )
 
 __all__ = ["build_parser", "main"]
@@ -145,6 +147,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("receipt", parents=[common], help="the receipt of an operation")
     p.add_argument("operation", type=_text, help="the operation's id")
     p.set_defaults(func=cmd_receipt)
+
+    p = sub.add_parser(
+        "budgets", parents=[common], help="budget pools in their current window (read-only)"
+    )
+    p.add_argument("pools", nargs="*", type=_text, help="only these pools (default: all)")
+    p.set_defaults(func=cmd_budgets)
+
+    p = sub.add_parser("summary", parents=[common], help="an operator run's summary (read-only)")
+    p.add_argument("run_id", nargs="?", type=_text, help="the run (default: the latest)")
+    p.add_argument("--operator", type=_text, help="the latest run of this operator")
+    p.add_argument("--list", action="store_true", help="a table of recent runs")
+    p.add_argument("--limit", type=_count, default=20, help="runs in --list (20)")
+    p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("init", parents=[common], help="create a ledger (once)")
     p.set_defaults(func=cmd_init)

@@ -25,13 +25,14 @@ from actonce import (
 )
 
 from ._approvals import approvals_section, gated_json
-from ._format import clean, event_json, print_json, record_json, table, when
+from ._format import clean, event_json, print_json, record_json, table, utc, when
 
 __all__ = [
     "EXIT_FAIL",
     "EXIT_OK",
     "EXIT_OPEN",
     "EXIT_USAGE",
+    "cmd_budgets",
     "cmd_init",
     "cmd_list",
     "cmd_migrate",
@@ -40,6 +41,7 @@ __all__ = [
     "cmd_resolve",
     "cmd_show",
     "cmd_status",
+    "cmd_summary",
 ]
 
 #: Exit codes: done; an error (one line on stderr); a bad command line;
@@ -284,4 +286,63 @@ def cmd_receipt(args: argparse.Namespace) -> int:
                     "text": receipt.text, "data": receipt.data})  # fmt: skip
     else:
         print(receipt.text)
+    return EXIT_OK
+
+
+def cmd_budgets(args: argparse.Namespace) -> int:
+    with _read(args) as ledger:
+        usages = ledger.budgets.usage(*args.pools)
+        url = ledger.url
+    missing = sorted(set(args.pools) - {u.pool.name for u in usages})
+    if args.json:
+        print_json({"ledger": url, "pools": [u.as_json() for u in usages], "missing": missing})
+        return EXIT_FAIL if missing else EXIT_OK
+    print(f"ledger  {url}")
+    if not usages:
+        print("no budget pools" + (f" named {', '.join(missing)}" if missing else ""))
+        return EXIT_FAIL if missing else EXIT_OK
+    rows = []
+    for u in usages:
+        window = u.pool.window if isinstance(u.pool.window, str) else f"{u.pool.window:g}s"
+        rows.append([u.pool.name, u.pool.unit, window, str(u.pool.limit), str(u.reserved),
+                     str(u.consumed), str(u.free), f"{utc(u.start)} -> {utc(u.end)}"])  # fmt: skip
+    headers = ["pool", "unit", "per", "limit", "reserved", "consumed", "free", "window (UTC)"]
+    print(table(rows, headers))
+    print("reserved: held by effects in flight or in doubt; consumed: verified; "
+          "free: what a new claim may take")  # fmt: skip
+    for name in missing:
+        print(f"no budget pool {name!r}", file=sys.stderr)
+    return EXIT_FAIL if missing else EXIT_OK
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    with _read(args) as ledger:
+        if args.run_id:
+            found = ledger.summary(args.run_id)
+            runs = [] if found is None else [found]
+        else:
+            runs = ledger.summaries(args.operator, limit=args.limit if args.list else 1)
+    if args.run_id and not runs:
+        print(f"actonce: error: no run summary {args.run_id!r} in this ledger", file=sys.stderr)
+        return EXIT_FAIL
+    if args.json:
+        data = [r.as_json() for r in runs]
+        print_json(data if args.list else (data[0] if data else None))
+        return EXIT_OK
+    if not runs:
+        who = f" of operator {args.operator!r}" if args.operator else ""
+        print(f"no run summaries{who}")
+        return EXIT_OK
+    if args.list:
+        rows = []
+        for r in runs:
+            c = r.counts()
+            rows.append([r.run_id, r.operator, r.status.value, when(r.ended_at), str(c["done"]),
+                         str(sum(c["skipped"].values())), str(c["failures"]),
+                         str(c["ambiguous"]), str(c["hard_stops"]), str(c["quality_skips"])])  # fmt: skip
+        headers = ["run", "operator", "status", "ended", "done", "skipped", "failures",
+                   "ambiguous", "hard stops", "quality"]  # fmt: skip
+        print(table(rows, headers))
+        return EXIT_OK
+    print("\n".join(clean(line) or "" for line in runs[0].lines()))
     return EXIT_OK

@@ -19,6 +19,7 @@ __all__ = [
     "print_json",
     "record_json",
     "table",
+    "utc",
     "when",
 ]
 
@@ -29,6 +30,14 @@ def when(ts: float | None) -> str:
         return "-"
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return f"{ts!r}"
+
+
+def utc(ts: float) -> str:
+    """A timestamp in UTC, to the minute (budget windows are aligned in UTC)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts))
     except (OverflowError, OSError, ValueError):
         return f"{ts!r}"
 

@@ -1,8 +1,9 @@
 """``actonce demo``: the main job, on the embedded default.
 
 SQLite ledger, the bundled sandbox, headless Chromium: several browser
-workers run a batch of intents under seeded faults and kills, reconcile, and
-a report compares the sandbox's ground truth with the ledger.
+workers run a batch of intents under seeded faults and kills, one
+``actonce.Operator`` per actor, and a report compares the sandbox's ground
+truth with the ledger and the operators' run summaries.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ._run import DemoConfig, DemoReport, run_demo
 
@@ -18,37 +20,34 @@ __all__ = ["DemoConfig", "DemoReport", "main", "run_demo"]
 
 
 def _print_report(r: DemoReport) -> None:
-    print()
-    print("actonce demo report")
-    print("===================")
-    print(f"intents            {r.intents} ({r.intents_done} settled) in {r.rounds} round(s), "
-          f"{r.wall_s:.0f} s")
-    print(f"effects (ledger)   {r.effects}, confirmed {r.confirmed}")
-    seen = ", ".join(f"{k} {v}" for k, v in sorted(r.observed.items()) if v)
-    print(f"observed (sandbox) {seen or 'nothing'}")
-    print(f"duplicates         {len(r.duplicates)}")
-    for d in r.duplicates:
-        print(f"    {d}")
-    print(f"replanned          {len(r.replanned)} after proven failure"
-          + (f": {', '.join(r.replanned)}" if r.replanned else ""))
-    print(f"needs review       {len(r.needs_review)}")
-    for item in r.needs_review:
-        print(f"    {item['intent']} ({item['key']}): {item['reason']}")
-        if item.get("evidence"):
-            print(f"        evidence: {item['evidence']}")
-    print(f"hard stops         {len(r.hard_stops)}")
-    for h in r.hard_stops:
-        print(f"    {h['worker']} {h['intent']}: {h['reason']}")
-    print(f"quality skips      {len(r.quality_skips)}")
-    for q in r.quality_skips:
-        print(f"    {q['intent']}: {q['reason']}")
-    print(f"workers killed     {len(r.kills)}"
-          + (f": {', '.join(k['worker'] + ' (' + k['how'] + ')' for k in r.kills)}"
-             if r.kills else ""))
-    print(f"faults fired       {', '.join(f'{k} {v}' for k, v in sorted(r.faults_fired.items()))}")
-    print(f"unresolved         {len(r.unresolved)}")
-    print(f"ledger             {r.ledger}")
-    print(f"inspect            actonce status --ledger {r.ledger}")
+    def items(rows: list[dict[str, Any]], *fields: str) -> list[str]:
+        return [
+            f"    {' '.join(str(row[f]) for f in fields[:-1])}: {row[fields[-1]]}" for row in rows
+        ]
+
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(r.operator_runs.items()))
+    kills = ", ".join(f"{k['worker']} ({k['how']})" for k in r.kills)
+    lines = ["", "actonce demo report", "===================",
+             f"intents            {r.intents} ({r.intents_done} settled) in {r.rounds} round(s), "
+             f"{r.wall_s:.0f} s",
+             f"effects (ledger)   {r.effects}, confirmed {r.confirmed}",
+             f"observed (sandbox) {', '.join(f'{k} {v}' for k, v in sorted(r.observed.items()) if v)}",
+             f"duplicates         {len(r.duplicates)}", *[f"    {d}" for d in r.duplicates],
+             f"replanned          {len(r.replanned)} after proven failure: {', '.join(r.replanned)}",
+             f"operator runs      {counts} (one per actor at a time; see actonce summary --list)",
+             f"hard stops         {len(r.hard_stops)}", *items(r.hard_stops, "worker", "intent", "reason"),
+             f"reviewed           {len(r.reviewed)} (each stopped its operator; the demo's reviewer "
+             "decided from the site's own records)",
+             *[f"    {i['intent']} ({i['key']}): {i['reason']} -> {i['decision']}" for i in r.reviewed],
+             f"needs review       {len(r.needs_review)} (left for a person)",
+             *items(r.needs_review, "intent", "key", "reason"),
+             f"quality skips      {len(r.quality_skips)}", *items(r.quality_skips, "intent", "reason"),
+             f"workers killed     {len(r.kills)}: {kills}",
+             f"faults fired       {', '.join(f'{k} {v}' for k, v in sorted(r.faults_fired.items()))}",
+             f"unresolved         {len(r.unresolved)}",
+             f"ledger             {r.ledger}",
+             f"inspect            actonce status --ledger {r.ledger}"]  # fmt: skip
+    print("\n".join(lines))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,19 +57,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=3, help="concurrent browser workers (3)")
     parser.add_argument("--seed", type=int, default=1, help="seed of intents, faults, kills (1)")
     parser.add_argument("--faults", action=argparse.BooleanOptionalAction, default=True,
-                        help="inject the sandbox faults (on)")
+                        help="inject the sandbox faults (on)")  # fmt: skip
     parser.add_argument("--kills", action=argparse.BooleanOptionalAction, default=True,
-                        help="kill workers at random moments and crash points (on)")
+                        help="kill workers at random moments and crash points (on)")  # fmt: skip
     parser.add_argument("--headed", action="store_true", help="show the browser windows")
     parser.add_argument("--workdir", help="where the ledger, sandbox db and evidence go "
-                        "(default: a new temporary folder)")
+                        "(default: a new temporary folder)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="last line: the report as JSON")
     args = parser.parse_args(argv)
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
     cfg = DemoConfig(intents=args.intents, workers=args.workers, seed=args.seed,
                      faults=args.faults, kills=args.kills, headed=args.headed,
-                     workdir=args.workdir)
+                     workdir=args.workdir)  # fmt: skip
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

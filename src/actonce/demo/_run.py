@@ -2,8 +2,12 @@
 
 Starts the sandbox, runs a batch of intents with several concurrent headless
 browser workers (processes) under seeded faults, kills workers at random
-moments and at named crash points, reconciles before every new round and at
-the end, and compares the sandbox's own ground truth with the ledger.
+moments and at named crash points, and compares the sandbox's own ground
+truth with the ledger. Each worker runs an :class:`actonce.Operator` per
+actor: one run per actor at a time (the lease), reconcile before new work,
+a hard stop on doubt. Between rounds the demo plays the human reviewer: it
+decides what stayed in review from the site's own records (what a person
+would look at), so the operators can go on.
 """
 
 from __future__ import annotations
@@ -19,21 +23,18 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from actonce import EffectRecord, Ledger, Registry, Status
+from actonce import EffectRecord, LeaseStore, Ledger, Registry, RunStatus, Status
 from actonce.browser import Browser
 from actonce.sandbox import Fault, FaultRule, LostMode, SandboxServer
 
-from ._agent import Agent
-from ._intents import Intent, build_batch, quality_gate
-from ._worker import EXIT_HARD_STOP, intent_json
+from ._agent import POLICIES, Agent, settled
+from ._intents import ACTORS, Intent, build_batch, quality_gate
 
 __all__ = ["DemoConfig", "DemoReport", "run_demo"]
-
-_SETTLED = {Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED}
 
 
 @dataclass
@@ -46,7 +47,7 @@ class DemoConfig:
     faults: bool = True
     kills: bool = True
     headed: bool = False
-    max_rounds: int = 4
+    max_rounds: int = 5
     workdir: str | None = None
     ledger: str | None = None
 
@@ -64,6 +65,8 @@ class DemoReport:
     needs_review: list[dict[str, Any]] = field(default_factory=list)
     hard_stops: list[dict[str, Any]] = field(default_factory=list)
     quality_skips: list[dict[str, str]] = field(default_factory=list)
+    reviewed: list[dict[str, str]] = field(default_factory=list)
+    operator_runs: dict[str, int] = field(default_factory=dict)
     unresolved: list[str] = field(default_factory=list)
     intents_done: int = 0
     kills: list[dict[str, Any]] = field(default_factory=list)
@@ -74,30 +77,17 @@ class DemoReport:
     ledger: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """The report as one JSON object (the last line of ``--json``)."""
-        return {
-            "intents": self.intents,
-            "intents_done": self.intents_done,
-            "effects": self.effects,
-            "observed": self.observed,
-            "duplicates": len(self.duplicates),
-            "duplicate_details": self.duplicates,
-            "confirmed": self.confirmed,
-            "replanned": len(self.replanned),
-            "needs_review": len(self.needs_review),
-            "needs_review_details": self.needs_review,
-            "hard_stops": len(self.hard_stops),
-            "hard_stop_details": self.hard_stops,
-            "quality_skips": len(self.quality_skips),
-            "unresolved": len(self.unresolved),
-            "kills": len(self.kills),
-            "kill_details": self.kills,
-            "faults_fired": self.faults_fired,
-            "rounds": self.rounds,
-            "wall_s": round(self.wall_s, 1),
-            "workdir": self.workdir,
-            "ledger": self.ledger,
-        }
+        """The report as one JSON object (the last line of ``--json``): counts, and details."""
+        out = asdict(self)
+        for name, details in (("duplicates", "duplicate_details"), ("kills", "kill_details"),
+                              ("needs_review", "needs_review_details"),
+                              ("hard_stops", "hard_stop_details")):  # fmt: skip
+            out[details] = out[name]
+        for name in ("duplicates", "kills", "needs_review", "hard_stops", "replanned",
+                     "quality_skips", "unresolved"):  # fmt: skip
+            out[name] = len(out[name])
+        out["wall_s"] = round(self.wall_s, 1)
+        return out
 
 
 def fault_rules(batch: list[Intent], seed: int) -> list[FaultRule]:
@@ -156,20 +146,14 @@ def fault_rules(batch: list[Intent], seed: int) -> list[FaultRule]:
     return rules
 
 
+@dataclass
 class _Worker:
-    def __init__(
-        self,
-        name: str,
-        proc: subprocess.Popen[str],
-        kill_after: int | None,
-        crash_point: str | None,
-    ) -> None:
-        self.name = name
-        self.proc = proc
-        self.kill_after = kill_after
-        self.crash_point = crash_point
-        self.results = 0
-        self.killed = False
+    name: str
+    proc: subprocess.Popen[str]
+    kill_after: int | None
+    crash_point: str | None
+    results: int = 0
+    killed: bool = False
 
 
 def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None) -> DemoReport:
@@ -183,79 +167,49 @@ def run_demo(cfg: DemoConfig, progress: Callable[[str], None] = lambda _m: None)
     report = DemoReport(workdir=str(workdir), ledger=ledger_url)
 
     with SandboxServer(workdir / "sandbox.db", seed=cfg.seed) as server:
-        world = [
-            server.db.create_post(
-                "carol", f"Welcome to the sandbox, post {n}", None, None, None, None
-            )
-            for n in (1, 2, 3)
-        ]
-        batch = build_batch(
-            cfg.intents, seed=cfg.seed, like_targets=[f"/posts/{pid}" for pid in world]
-        )
+        world = [server.db.create_post("carol", f"Welcome to the sandbox, post {n}", None, None,
+                                       None, None) for n in (1, 2, 3)]  # fmt: skip
+        batch = build_batch(cfg.intents, seed=cfg.seed,
+                            like_targets=[f"/posts/{pid}" for pid in world])  # fmt: skip
         baseline = _observed(server.db.ground_truth())
-        todo: list[Intent] = []
-        for intent in batch:
-            why = quality_gate(intent, batch)
-            if why:
-                report.quality_skips.append({"intent": intent.id, "reason": why})
-            else:
-                todo.append(intent)
+        todo = [i for i in batch if not quality_gate(i, batch)]  # the operators skip the rest
         report.intents = len(todo)
         by_id = {i.id: i for i in batch}
         if cfg.faults:
             server.sandbox.faults.configure(fault_rules(todo, cfg.seed), seed=cfg.seed)
-        progress(
-            f"sandbox on {server.url}; {len(todo)} intents "
-            f"({len(report.quality_skips)} turned down by the quality gate), "
-            f"{cfg.workers} workers, faults {'on' if cfg.faults else 'off'}"
-        )
+        progress(f"sandbox on {server.url}; {len(todo)} intents ({len(batch) - len(todo)} the "
+                 f"quality gate will turn down), {cfg.workers} workers, one operator per actor, "
+                 f"faults {'on' if cfg.faults else 'off'}")  # fmt: skip
 
         with Ledger.open(ledger_url, create=True) as ledger, Browser(headed=cfg.headed) as browser:
-            registry = Registry()
-            reconciler = Agent(
-                ledger, browser, server.url, evidence_dir=evidence, run_id="demo-reconcile"
-            )
-            reconciler.register_verifiers(registry, by_id)
-            ledger.registry = registry
+            # Every post and thread draws on one pool; a verified one consumes it.
+            ledger.budgets.define("original", sum(i.kind in ("post", "thread") for i in todo))
+            reconciler = Agent(browser, server.url, evidence_dir=evidence)
+            ledger.registry = Registry()
+            reconciler.register_verifiers(ledger.registry, by_id)
             try:
                 for round_no in range(1, cfg.max_rounds + 1):
-                    _reconcile(ledger, progress)
-                    pending = [i for i in todo if not _settled(ledger, i)]
-                    if not pending:
+                    if not [i for i in todo if not settled(ledger, i)]:
                         break
+                    _wait_for_the_dead(ledger, progress)
                     report.rounds = round_no
-                    progress(f"round {round_no}: {len(pending)} intents to do")
-                    _round(
-                        cfg,
-                        round_no,
-                        pending,
-                        ledger_url,
-                        server.url,
-                        evidence,
-                        rng,
-                        report,
-                        progress,
-                    )
-                _finish(ledger, todo, progress)
+                    progress(f"round {round_no}")
+                    _round(cfg, round_no, batch, ledger_url, server.url, evidence, rng, report,
+                           progress)  # fmt: skip
+                    _review(ledger, server, by_id, report, progress)
+                _finish(ledger, progress)
+                _review(ledger, server, by_id, report, progress)
             finally:
                 reconciler.close()
 
-        _summarize(report, ledger_url, todo, by_id, server, baseline)
+        _summarize(report, ledger_url, todo, server, baseline)
     report.wall_s = time.monotonic() - started
     return report
 
 
-def _round(
-    cfg: DemoConfig,
-    round_no: int,
-    pending: list[Intent],
-    ledger_url: str,
-    origin: str,
-    evidence: Path,
-    rng: random.Random,
-    report: DemoReport,
-    progress: Callable[[str], None],
-) -> None:
+def _round(cfg: DemoConfig, round_no: int, batch: list[Intent], ledger_url: str, origin: str,
+           evidence: Path, rng: random.Random, report: DemoReport,
+           progress: Callable[[str], None]) -> None:  # fmt: skip
     config_dir = evidence.parent / "workers"
     config_dir.mkdir(parents=True, exist_ok=True)
     workers: list[_Worker] = []
@@ -264,38 +218,22 @@ def _round(
     for n in range(cfg.workers):
         name = f"r{round_no}w{n}"
         path = config_dir / f"{name}.json"
-        path.write_text(
-            json.dumps(
-                {
-                    "ledger": ledger_url,
-                    "origin": origin,
-                    "intents": [intent_json(i) for i in pending],
-                    "seed": cfg.seed * 1000 + round_no * 10 + n,
-                    "worker": name,
-                    "run_id": name,
-                    "evidence_dir": str(evidence),
-                    "headed": cfg.headed,
-                }
-            )
-        )
+        path.write_text(json.dumps({"ledger": ledger_url, "origin": origin, "worker": name,
+                                    "index": n, "batch": [asdict(i) for i in batch],
+                                    "evidence_dir": str(evidence), "headed": cfg.headed}))  # fmt: skip
         env = dict(os.environ)
         crash_point = None
         if n == crashing and round_no == 1:
             crash_point = rng.choice(["after_perform", "after_mark_executing", "after_claim"])
-            env.update(
-                ACTONCE_CRASH_AT=f"{crash_point}:{rng.randint(1, 3)}", ACTONCE_CRASH_MODE="kill"
-            )
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "actonce.demo._worker", str(path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
+            env.update(ACTONCE_CRASH_AT=f"{crash_point}:{rng.randint(1, 3)}",
+                       ACTONCE_CRASH_MODE="kill")  # fmt: skip
+        proc = subprocess.Popen([sys.executable, "-m", "actonce.demo._worker", str(path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=env)  # fmt: skip
         kill_after = rng.randint(2, 5) if n == victim else None
         workers.append(_Worker(name, proc, kill_after, crash_point))
     try:
-        _watch(workers, report, progress)
+        _watch(workers, progress)
     finally:
         for w in workers:
             if w.proc.poll() is None:
@@ -303,18 +241,13 @@ def _round(
             w.proc.wait()
     for w in workers:
         if w.proc.returncode == -signal.SIGKILL:
-            how = (
-                ("crash point " + w.crash_point)
-                if w.crash_point and not w.killed
-                else (f"SIGKILL after {w.results} results")
-            )
+            how = (("crash point " + w.crash_point) if w.crash_point and not w.killed
+                   else f"SIGKILL after {w.results} results")  # fmt: skip
             report.kills.append({"worker": w.name, "how": how})
             progress(f"{w.name} was killed ({how})")
-        elif w.proc.returncode == EXIT_HARD_STOP:
-            progress(f"{w.name} ended its run on a hard stop")
 
 
-def _watch(workers: list[_Worker], report: DemoReport, progress: Callable[[str], None]) -> None:
+def _watch(workers: list[_Worker], progress: Callable[[str], None]) -> None:
     sel = selectors.DefaultSelector()
     for w in workers:
         assert w.proc.stdout is not None
@@ -333,84 +266,91 @@ def _watch(workers: list[_Worker], report: DemoReport, progress: Callable[[str],
                 result = json.loads(line)
             except ValueError:
                 continue
+            _note(result, progress)
+            if "intent" not in result:
+                continue
             w.results += 1
-            _note(result, report, progress)
             if w.kill_after is not None and w.results >= w.kill_after and not w.killed:
                 w.killed = True
                 w.proc.send_signal(signal.SIGKILL)
 
 
-def _note(result: dict[str, Any], report: DemoReport, progress: Callable[[str], None]) -> None:
-    outcome = result.get("outcome")
-    part = "" if result.get("part") is None else f" part {result['part'] + 1}"
-    if outcome == "hard_stop":
-        report.hard_stops.append(
-            {
-                "worker": result.get("worker"),
-                "intent": result.get("intent"),
-                "reason": result.get("reason"),
-            }
-        )
-    reason = f": {result['reason']}" if result.get("reason") and outcome != "completed" else ""
-    progress(f"  {result.get('worker')} {result.get('intent')}{part} -> {outcome}{reason}")
+def _note(r: dict[str, Any], progress: Callable[[str], None]) -> None:
+    if "intent" in r:
+        part = "" if r.get("part") is None else f" part {r['part'] + 1}"
+        why = f": {r['reason']}" if r.get("reason") and r["outcome"] != "completed" else ""
+        progress(f"  {r['worker']} {r['intent']}{part} -> {r['outcome']}{why}")
+    elif "run" in r:
+        stops = f": {r['stops'][0]}" if r.get("stops") else ""
+        progress(f"  {r['worker']} operator demo-{r['actor']} {r['status']}{stops}")
+    else:
+        progress(f"  {r.get('worker')} {r.get('actor')}: {r.get('error')}")
 
 
-def _reconcile(ledger: Ledger, progress: Callable[[str], None]) -> None:
-    report = ledger.reconcile()
-    for r in report.results:
-        progress(
-            f"  reconcile {r.key[:12]} -> {r.status.value if r.status else '-'}"
-            + (f" ({r.reason})" if r.reason else "")
-        )
+def _wait_for_the_dead(ledger: Ledger, progress: Callable[[str], None]) -> None:
+    """Every worker of the last round has ended: a lease still held is a dead one's.
+
+    A scheduler would just try again later; the demo waits for those leases
+    to run out (and the settle window after an effect's), so that the next
+    round's operators can reconcile what the dead left.
+    """
+    now = ledger.clock.now()
+    ends = [r.lease_expires_at + POLICIES[r.kind].settle_seconds
+            for r in ledger.store.open_effects()]  # fmt: skip
+    store = ledger.store
+    if isinstance(store, LeaseStore):
+        leases = [store.lease_get(f"demo-{actor}") for actor in ACTORS]
+        ends += [lease.expires_at for lease in leases if lease is not None and lease.owner]
+    wait = max(ends, default=now) - now
+    if wait > 0:
+        progress(f"waiting {wait:.0f}s for the leases of killed workers to run out")
+        time.sleep(wait + 0.2)
 
 
-def _finish(ledger: Ledger, todo: list[Intent], progress: Callable[[str], None]) -> None:
+def _review(ledger: Ledger, server: SandboxServer, by_id: dict[str, Intent],
+            report: DemoReport, progress: Callable[[str], None]) -> None:  # fmt: skip
+    """The demo's reviewer: decide each post in review from the site's own records."""
+    truth = server.db.ground_truth()["posts"]
+    for record in ledger.list(Status.NEEDS_REVIEW, limit=10_000):
+        payload = json.loads(record.payload)
+        intent = by_id[payload["intent"]]
+        if record.kind != "post" or record.matches > 1:
+            continue  # a duplicate or an alarm is a person's to decide
+        found = [g for g in truth if g["key"]["author"] == intent.actor
+                 and g["key"]["text"] == payload["text"]]  # fmt: skip
+        decision = "happened" if found else "not_happened"
+        ref = f"{server.url}/posts/{found[0]['ids'][0]}" if found else None
+        ledger.resolve(record.key, decision, reviewer="demo-reviewer", result_ref=ref,
+                       reason="looked at the site's own records")  # fmt: skip
+        what = _intent_of(record)
+        report.reviewed.append({"intent": what, "key": record.key[:16], "reason": record.reason
+                                or "", "decision": decision})  # fmt: skip
+        progress(f"  reviewer: {what} {decision.replace('_', ' ')} ({record.reason})")
+
+
+def _finish(ledger: Ledger, progress: Callable[[str], None]) -> None:
     """Reconcile until nothing is open: killed workers' leases must run out first."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        _reconcile(ledger, progress)
-        open_ = ledger.store.open_effects()
-        if not open_:
+        ledger.reconcile()
+        if not ledger.store.open_effects():
             return
-        wait = max(0.5, min(r.lease_expires_at for r in open_) - ledger.clock.now() + 0.2)
-        progress(
-            f"waiting for {len(open_)} open effect(s) of killed workers "
-            f"(lease ends in {wait:.0f}s, then the settle window)"
-        )
-        time.sleep(min(wait, 5.0))
-
-
-def _settled(ledger: Ledger, intent: Intent) -> bool:
-    for part in range(intent.effects):
-        record = ledger.get(intent.key(part if intent.kind == "thread" else None).value)
-        if record is None or record.status not in _SETTLED:
-            return False
-        if record.status is not Status.CONFIRMED:
-            return True  # a part in review stops the thread: settled for now
-    return True
+        _wait_for_the_dead(ledger, progress)
 
 
 def _observed(truth: dict[str, Any]) -> dict[str, int]:
     return {str(kind): int(n) for kind, n in truth["totals"].items()}
 
 
-def _summarize(
-    report: DemoReport,
-    ledger_url: str,
-    todo: list[Intent],
-    by_id: dict[str, Intent],
-    server: SandboxServer,
-    baseline: dict[str, int],
-) -> None:
+def _summarize(report: DemoReport, ledger_url: str, todo: list[Intent], server: SandboxServer,
+               baseline: dict[str, int]) -> None:  # fmt: skip
     truth = server.db.ground_truth()
     observed = _observed(truth)
     report.observed = {k: observed.get(k, 0) - baseline.get(k, 0) for k in observed}
     report.duplicates = truth.get("duplicates", [])
-    report.faults_fired = dict(
-        Counter(
-            _fault_name(f, entry) for entry in server.sandbox.faults.log() for f in entry["faults"]
-        )
-    )
+    report.faults_fired = dict(Counter(_fault_name(f, entry)
+                                       for entry in server.sandbox.faults.log()
+                                       for f in entry["faults"]))  # fmt: skip
     with Ledger.open(ledger_url) as ledger:
         records = ledger.list(limit=100_000)
         report.effects = len(records)
@@ -422,15 +362,19 @@ def _summarize(
                 report.replanned.append(_intent_of(r))
             if r.status is Status.NEEDS_REVIEW:
                 proof = [e.data["evidence"] for e in events if "evidence" in e.data]
-                report.needs_review.append(
-                    {
-                        "intent": _intent_of(r),
-                        "key": r.key[:16],
-                        "reason": r.reason,
-                        "evidence": proof[-1] if proof else None,
-                    }
-                )
-        report.intents_done = sum(_settled(ledger, i) for i in todo)
+                report.needs_review.append({"intent": _intent_of(r), "key": r.key[:16],
+                                            "reason": r.reason,
+                                            "evidence": proof[-1] if proof else None})  # fmt: skip
+        report.intents_done = sum(settled(ledger, i) for i in todo)
+        runs = ledger.summaries(limit=100_000)
+    report.operator_runs = dict(Counter(s.status.value for s in runs))
+    skips: dict[str, str] = {}
+    for s in reversed(runs):  # oldest first
+        skips.update({i.label: i.reason or "" for i in s.quality_skips})
+        if s.status is RunStatus.HARD_STOP:
+            report.hard_stops.append({"worker": s.owner, "intent": s.operator,
+                                      "reason": s.stops[0].reason})  # fmt: skip
+    report.quality_skips = [{"intent": k, "reason": v} for k, v in skips.items()]
 
 
 def _fault_name(fault: str, entry: dict[str, Any]) -> str:

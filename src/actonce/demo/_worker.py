@@ -1,27 +1,26 @@
-"""One demo worker process: a browser agent over a slice of the batch.
+"""One demo worker process: a browser, and an operator run per actor.
 
-``python -m actonce.demo._worker CONFIG.json`` prints one JSON line per
-effect result on stdout. A hard stop ends the run (exit code 3): no further
-mutations in this run, as the design asks.
+``python -m actonce.demo._worker CONFIG.json``. The worker tries each
+actor's operator in turn (starting with its own, so that the workers spread
+out): one run per actor at a time, the others ``locked_skip``. It prints one
+JSON line per effect result and one per run summary on stdout.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from actonce import ActOnceError, HardStop, Ledger, Outcome
+from actonce import ActOnceError, Ledger, Operator, Registry, RunResult
 from actonce.browser import Browser
 
-from ._agent import Agent
-from ._intents import Intent
+from ._agent import KINDS, Agent, Stages
+from ._intents import ACTORS, Intent
 
-EXIT_HARD_STOP = 3
-EXIT_ERROR = 4
+#: The operator lease's seconds without a heartbeat: longer than one step.
+TTL = 20.0
 
 
 def _emit(**fields: Any) -> None:
@@ -30,36 +29,31 @@ def _emit(**fields: Any) -> None:
 
 def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    intents = [Intent(**{**i, "parts": tuple(i["parts"])}) for i in config["intents"]]
-    random.Random(config["seed"]).shuffle(intents)
-    run_id = config["run_id"]
+    batch = [Intent(**{**i, "parts": tuple(i["parts"])}) for i in config["batch"]]
+    worker, n = config["worker"], config["index"]
+
+    def emit(intent: Intent, part: int | None, r: RunResult) -> None:
+        _emit(worker=worker, intent=intent.id, part=part, outcome=r.outcome.value,
+              reason=r.reason, performed=r.performed)  # fmt: skip
+
     with Ledger.open(config["ledger"]) as ledger, Browser(headed=config["headed"]) as browser:
-        agent = Agent(ledger, browser, config["origin"], evidence_dir=config["evidence_dir"],
-                      run_id=run_id)
+        agent = Agent(browser, config["origin"], evidence_dir=config["evidence_dir"])
+        ledger.registry = Registry()
+        agent.register_verifiers(ledger.registry, {i.id: i for i in batch})
         try:
-            for intent in intents:
-                for part, result in agent.run_intent(intent):
-                    _emit(worker=config["worker"], intent=intent.id, part=part,
-                          outcome=result.outcome.value, status=result.status and result.status.value,
-                          reason=result.reason, attempt=result.attempt, performed=result.performed,
-                          result_ref=result.result_ref, key=result.key)
-                    if result.outcome is Outcome.HARD_STOP:
-                        return EXIT_HARD_STOP
-        except HardStop as exc:  # e.g. the login itself met a CAPTCHA
-            _emit(worker=config["worker"], intent=None, outcome="hard_stop", reason=exc.reason)
-            return EXIT_HARD_STOP
-        except ActOnceError as exc:
-            _emit(worker=config["worker"], intent=None, outcome="error",
-                  reason=f"{type(exc).__name__}: {exc}")
-            return EXIT_ERROR
+            for actor in ACTORS[n % len(ACTORS) :] + ACTORS[: n % len(ACTORS)]:
+                stages = Stages(agent, ledger, actor, batch, emit)
+                op = Operator(ledger, f"demo-{actor}", stages, kinds=KINDS, ttl=TTL, owner=worker)
+                try:
+                    summary = op.run()
+                except ActOnceError as exc:  # the ledger itself failed: nothing more here
+                    _emit(worker=worker, actor=actor, error=f"{type(exc).__name__}: {exc}")
+                    return 4
+                _emit(worker=worker, actor=actor, run=summary.run_id, status=summary.status.value,
+                      stops=[s.reason for s in summary.stops])  # fmt: skip
         finally:
             agent.close()
     return 0
-
-
-def intent_json(intent: Intent) -> dict[str, Any]:
-    """An intent as the worker's config carries it."""
-    return asdict(intent)
 
 
 if __name__ == "__main__":

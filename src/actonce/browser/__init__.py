@@ -23,7 +23,7 @@ whose connection died without an answer cannot happen (issue 15)::
 
 from __future__ import annotations
 
-from ._discovery import DEFAULT_ARGS, find_chromium
+from ._discovery import DEFAULT_ARGS, chromium_version, find_chromium
 from ._effects import InvoiceEffect, Media, PostEffect, ToggleEffect, follow, like
 from ._errors import (
     BrowserError,
@@ -36,6 +36,7 @@ from ._errors import (
     StoppedBeforeClick,
 )
 from ._guard import as_effect
+from ._install import Obtained, ensure_chromium
 from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
 from ._site import SiteEffect, normalize, normalize_text
 from ._sync import Browser, BrowserSession, Effect
@@ -54,6 +55,7 @@ __all__ = [
     "InvoiceEffect",
     "Media",
     "NotPerformed",
+    "Obtained",
     "OutcomeUnknown",
     "PageUnavailable",
     "PostEffect",
@@ -65,6 +67,8 @@ __all__ = [
     "ThreadPart",
     "ToggleEffect",
     "as_effect",
+    "chromium_version",
+    "ensure_chromium",
     "find_chromium",
     "follow",
     "like",

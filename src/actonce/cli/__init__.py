@@ -34,6 +34,7 @@ from ._commands import (
     cmd_show,
     cmd_status,
 )
+from ._doctor import cmd_doctor
 
 __all__ = ["build_parser", "main"]
 
@@ -120,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", parents=[common], help="bring a ledger's schema up to date")
     p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser(
+        "doctor", parents=[common], help="Python, Chromium, the ledger, PostgreSQL (read-only)"
+    )
+    p.add_argument(
+        "--postgres", help="a PostgreSQL DSN to try (default: $ACTONCE_TEST_POSTGRES_DSN)"
+    )
+    p.set_defaults(func=cmd_doctor)
 
     for name, (_module, text) in _DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)

@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where the ledger, sandbox db and evidence go "
                         "(default: a new temporary folder)")
     parser.add_argument("--json", action="store_true", help="last line: the report as JSON")
+    parser.add_argument("--install", action=argparse.BooleanOptionalAction, default=True,
+                        help="without a Chromium, install one: Playwright's download, else "
+                        "apt-get as root (on)")
     args = parser.parse_args(argv)
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
@@ -76,7 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     from actonce import ActOnceError
+    from actonce.browser import BrowserNotFound, ensure_chromium
 
+    try:
+        chromium = ensure_chromium(progress, install=args.install)
+    except BrowserNotFound as exc:
+        print(f"actonce demo: {exc}", file=sys.stderr)
+        return 1
+    if chromium.how == "found":
+        progress(f"using {chromium.version or 'Chromium'} at {chromium.path}")
     try:
         report = run_demo(cfg, progress)
     except ActOnceError as exc:

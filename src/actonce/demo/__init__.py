@@ -21,16 +21,20 @@ def _print_report(r: DemoReport) -> None:
     print()
     print("actonce demo report")
     print("===================")
-    print(f"intents            {r.intents} ({r.intents_done} settled) in {r.rounds} round(s), "
-          f"{r.wall_s:.0f} s")
+    print(
+        f"intents            {r.intents} ({r.intents_done} settled) in {r.rounds} round(s), "
+        f"{r.wall_s:.0f} s"
+    )
     print(f"effects (ledger)   {r.effects}, confirmed {r.confirmed}")
     seen = ", ".join(f"{k} {v}" for k, v in sorted(r.observed.items()) if v)
     print(f"observed (sandbox) {seen or 'nothing'}")
     print(f"duplicates         {len(r.duplicates)}")
     for d in r.duplicates:
         print(f"    {d}")
-    print(f"replanned          {len(r.replanned)} after proven failure"
-          + (f": {', '.join(r.replanned)}" if r.replanned else ""))
+    print(
+        f"replanned          {len(r.replanned)} after proven failure"
+        + (f": {', '.join(r.replanned)}" if r.replanned else "")
+    )
     print(f"needs review       {len(r.needs_review)}")
     for item in r.needs_review:
         print(f"    {item['intent']} ({item['key']}): {item['reason']}")
@@ -42,9 +46,14 @@ def _print_report(r: DemoReport) -> None:
     print(f"quality skips      {len(r.quality_skips)}")
     for q in r.quality_skips:
         print(f"    {q['intent']}: {q['reason']}")
-    print(f"workers killed     {len(r.kills)}"
-          + (f": {', '.join(k['worker'] + ' (' + k['how'] + ')' for k in r.kills)}"
-             if r.kills else ""))
+    print(
+        f"workers killed     {len(r.kills)}"
+        + (
+            f": {', '.join(k['worker'] + ' (' + k['how'] + ')' for k in r.kills)}"
+            if r.kills
+            else ""
+        )
+    )
     print(f"faults fired       {', '.join(f'{k} {v}' for k, v in sorted(r.faults_fired.items()))}")
     print(f"unresolved         {len(r.unresolved)}")
     print(f"ledger             {r.ledger}")
@@ -57,23 +66,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--intents", type=int, default=24, help="intents in the batch (24)")
     parser.add_argument("--workers", type=int, default=3, help="concurrent browser workers (3)")
     parser.add_argument("--seed", type=int, default=1, help="seed of intents, faults, kills (1)")
-    parser.add_argument("--faults", action=argparse.BooleanOptionalAction, default=True,
-                        help="inject the sandbox faults (on)")
-    parser.add_argument("--kills", action=argparse.BooleanOptionalAction, default=True,
-                        help="kill workers at random moments and crash points (on)")
+    parser.add_argument(
+        "--faults",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="inject the sandbox faults (on)",
+    )
+    parser.add_argument(
+        "--kills",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="kill workers at random moments and crash points (on)",
+    )
     parser.add_argument("--headed", action="store_true", help="show the browser windows")
-    parser.add_argument("--workdir", help="where the ledger, sandbox db and evidence go "
-                        "(default: a new temporary folder)")
+    parser.add_argument(
+        "--workdir",
+        help="where the ledger, sandbox db and evidence go (default: a new temporary folder)",
+    )
     parser.add_argument("--json", action="store_true", help="last line: the report as JSON")
-    parser.add_argument("--install", action=argparse.BooleanOptionalAction, default=True,
-                        help="without a Chromium, install one: Playwright's download, else "
-                        "apt-get as root (on)")
+    parser.add_argument(
+        "--install",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="without a Chromium, install one: Playwright's download, else apt-get as root (on)",
+    )
     args = parser.parse_args(argv)
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
-    cfg = DemoConfig(intents=args.intents, workers=args.workers, seed=args.seed,
-                     faults=args.faults, kills=args.kills, headed=args.headed,
-                     workdir=args.workdir)
+    cfg = DemoConfig(
+        intents=args.intents,
+        workers=args.workers,
+        seed=args.seed,
+        faults=args.faults,
+        kills=args.kills,
+        headed=args.headed,
+        workdir=args.workdir,
+    )
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -73,6 +73,7 @@ from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text
 from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
 from ._run.operation import OperationResult
+from ._run.telemetry import Telemetry, TelemetryRun, TelemetryScope
 from ._store.base import (
     AsyncEffectStore,
     AsyncLeaseStore,
@@ -233,6 +234,9 @@ __all__ = [
     "Step",
     "Store",
     "SystemClock",
+    "Telemetry",
+    "TelemetryRun",
+    "TelemetryScope",
     "Unavailable",
     "UnknownEffect",
     "UsageError",

@@ -128,3 +128,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         what = f"reachable (server {pg['server_version']})" if pg["ok"] else pg["error"]
         print(_line("postgres", pg, f"{pg['url']} {what}"))
     return 0 if report["ok"] else 1
+
+
+def cmd_evidence_prune(args: argparse.Namespace) -> int:
+    """``actonce evidence prune --older-than 30d``: delete old evidence folders."""
+    from actonce.evidence import parse_age, prune
+
+    older_than = parse_age(args.older_than)
+    with open_ledger(args.ledger, readonly=args.dry_run) as ledger:
+        report = prune(ledger, older_than, root=args.root, dry_run=args.dry_run)
+    if args.json:
+        print_json(
+            {
+                "root": report.root,
+                "dry_run": args.dry_run,
+                "deleted": report.deleted,
+                "kept": len(report.kept),
+                "missing": len(report.missing),
+                "outside_root": report.outside,
+                "freed_bytes": report.freed_bytes,
+            }
+        )
+        return 0
+    verb = "would delete" if args.dry_run else "deleted"
+    print(
+        f"{verb} {len(report.deleted)} evidence folder(s) older than {args.older_than} under "
+        f"{report.root} ({report.freed_bytes / 1e6:.1f} MB); kept {len(report.kept)} younger, "
+        f"{len(report.missing)} already gone"
+    )
+    for ref in report.outside:
+        print(f"  left alone (outside the evidence root): {ref}")
+    return 0

@@ -15,6 +15,10 @@ ratios are taken round by round and the median is reported:
   mark fsynced (``synchronous=FULL``; the others ``NORMAL``), as actonce does;
 - ``raw_all_full``: the same three transactions, every one fsynced (what the
   protocol would cost if every write were synced; reported, not a goal);
+- ``actonce_otel``: ``actonce`` with OpenTelemetry on (``actonce.otel``; the
+  SDK's tracer provider with a batch processor to an exporter that drops
+  the spans, and a meter provider with an in-memory reader), when the SDK is
+  importable. ``actonce`` itself runs with telemetry off, the default;
 - ``dbos``: a DBOS workflow with one step on a SQLite file in WAL mode, when
   ``dbos`` is importable.
 
@@ -50,9 +54,12 @@ Runner = Callable[[int, int], None]
 
 
 class ActOnceBench:
-    def __init__(self, path: str, policy: Policy) -> None:
+    def __init__(self, path: str, policy: Policy, *, otel: bool = False) -> None:
         self.store = SQLiteStore(path, create=True)
         self.ledger = Ledger(self.store)
+        self.providers: tuple[Any, ...] = ()
+        if otel:
+            self.providers = _otel(self.ledger)
         self.policy = policy
         self.commits = 0
         self.effects = 0
@@ -89,6 +96,37 @@ class ActOnceBench:
 
     def close(self) -> None:
         self.ledger.close()
+        for provider in self.providers:
+            provider.shutdown()
+
+
+def otel_available() -> bool:
+    try:
+        import opentelemetry.sdk  # noqa: F401
+
+        import actonce.otel  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def _otel(ledger: Ledger) -> tuple[Any, ...]:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from actonce.otel import instrument
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(Drop()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    instrument(ledger, tracer_provider=tracer_provider, meter_provider=meter_provider)
+    return tracer_provider, meter_provider
 
 
 # --- raw SQL --------------------------------------------------------------------------
@@ -246,6 +284,10 @@ def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
         "raw": RawBench(os.path.join(folder, "raw.db")),
         "raw_all_full": RawBench(os.path.join(folder, "raw_full.db"), all_full=True),
     }
+    if otel_available():
+        benches["actonce_otel"] = ActOnceBench(
+            os.path.join(folder, "actonce_otel.db"), Policy(), otel=True
+        )
     dbos_error = None
     if dbos_available():
         try:
@@ -293,6 +335,9 @@ def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
         "per_round": per_round,
         "ms_per_effect": round(out["actonce"]["ms_median"], 4),
         "ms_per_effect_no_reverify": round(out["actonce_no_reverify"]["ms_median"], 4),
+        "ms_per_effect_otel": (
+            round(out["actonce_otel"]["ms_median"], 4) if "actonce_otel" in out else None
+        ),
         "raw_ms_per_effect": round(out["raw"]["ms_median"], 4),
         "raw_all_full_ms_per_effect": round(out["raw_all_full"]["ms_median"], 4),
         "ratio_vs_raw": round(statistics.median(ratios), 4),
@@ -310,6 +355,12 @@ def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
             "version": sqlite3.sqlite_version,
         },
     }
+    if "actonce_otel" in benches:
+        o_ratios = [
+            a / b
+            for a, b in zip(per_round_ms["actonce_otel"], per_round_ms["actonce"], strict=True)
+        ]
+        summary["otel_ratio_vs_off"] = round(statistics.median(o_ratios), 4)
     if "dbos" in benches:
         d_ratios = [
             a / b for a, b in zip(per_round_ms["actonce"], per_round_ms["dbos"], strict=True)

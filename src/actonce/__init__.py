@@ -75,6 +75,7 @@ from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text
 from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
 from ._run.operation import OperationResult
+from ._run.telemetry import Telemetry, TelemetryRun, TelemetryScope
 from ._store.base import (
     AsyncEffectStore,
     AsyncLeaseStore,
@@ -251,6 +252,9 @@ __all__ = [
     "Store",
     "SummaryItem",
     "SystemClock",
+    "Telemetry",
+    "TelemetryRun",
+    "TelemetryScope",
     "Unavailable",
     "UnknownEffect",
     "UsageError",

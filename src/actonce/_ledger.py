@@ -47,6 +47,7 @@ from ._run.drive import AsyncDriver, Callables, Driver, Heartbeats
 from ._run.effect import Plan, needs_reconcile, reconcile_effect, run_effect
 from ._run.operator import SummaryGet, SummaryList
 from ._run.ops import Op
+from ._run.telemetry import Telemetry
 from ._store.base import AsyncEffectStore, AsyncStore, EffectStore
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
@@ -88,6 +89,25 @@ class _Base:
         self._url = url
         # A ledger on a database server compares windows on the server's clock.
         self._server_time = None if clock is not None else getattr(store, "server_time", None)
+
+    _driver: Any  # Driver or AsyncDriver, set by the subclass
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        """The observer of effect attempts (``None``: off, the default).
+
+        Set it to an implementation of :class:`actonce.Telemetry` (e.g.
+        ``actonce.otel.instrument(ledger)``): every run and reconcile of an
+        effect is then told to it. Off, it costs one attribute check per run.
+        """
+        telemetry: Telemetry | None = self._driver.telemetry
+        return telemetry
+
+    @telemetry.setter
+    def telemetry(self, value: Telemetry | None) -> None:
+        if value is not None and not callable(getattr(value, "begin", None)):
+            raise UsageError("telemetry needs a begin(run) method (see actonce.Telemetry)")
+        self._driver.telemetry = value
 
     @property
     def url(self) -> str:
@@ -278,7 +298,7 @@ class Ledger(_Base):
         fns = Callables(
             effect.verify, effect.perform, effect.precondition, effect.evidence, effect.refresh
         )
-        result: RunResult = self._driver.run(run_effect(plan), fns)
+        result: RunResult = self._driver.run(run_effect(plan), fns, plan)
         return result
 
     def once(
@@ -327,7 +347,7 @@ class Ledger(_Base):
         errors: builtins.list[tuple[str, str]] = []
         for plan, record, fns in work:
             try:
-                result = self._driver.run(reconcile_effect(plan, record), fns)
+                result = self._driver.run(reconcile_effect(plan, record), fns, plan, "reconcile")
             except ActOnceError as exc:
                 result, error = _failed(record, exc)
                 errors.append(error)
@@ -522,7 +542,7 @@ class AsyncLedger(_Base):
         fns = Callables(
             effect.verify, effect.perform, effect.precondition, effect.evidence, effect.refresh
         )
-        result: RunResult = await self._driver.run(run_effect(plan), fns)
+        result: RunResult = await self._driver.run(run_effect(plan), fns, plan)
         return result
 
     def once(
@@ -558,7 +578,9 @@ class AsyncLedger(_Base):
         errors: builtins.list[tuple[str, str]] = []
         for plan, record, fns in work:
             try:
-                result = await self._driver.run(reconcile_effect(plan, record), fns)
+                result = await self._driver.run(
+                    reconcile_effect(plan, record), fns, plan, "reconcile"
+                )
             except ActOnceError as exc:
                 result, error = _failed(record, exc)
                 errors.append(error)

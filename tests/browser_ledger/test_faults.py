@@ -370,7 +370,7 @@ def test_what_happened_at_the_boundary_is_kept_when_the_end_is_confirmed(
     c = Counted(session("alice").post_effect("Closed without a byte"))
     result = ledger.run(c.effect(key("boundary"), POST))
     assert result.outcome is Outcome.COMPLETED and c.performs == 1
-    confirmed = [e for e in ledger.events(key("boundary")) if e.type is E.CONFIRMED]
+    confirmed = [e for e in ledger.events(key("boundary").value) if e.type is E.CONFIRMED]
     assert len(confirmed) == 1
     perform = confirmed[0].data["perform"]
     assert "OutcomeUnknown" in perform["error"]

@@ -18,8 +18,15 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "actonce"
-WINGS = ("cli", "chaos", "demo", "browser", "console")
-PUBLIC = {"actonce", "actonce.testing", "actonce.browser", "actonce.sandbox", "actonce.explore"}
+WINGS = ("cli", "chaos", "demo", "browser", "console", "evidence", "otel", "adapters")
+PUBLIC = {
+    "actonce",
+    "actonce.testing",
+    "actonce.browser",
+    "actonce.sandbox",
+    "actonce.explore",
+    "actonce.evidence",
+}
 FACADES = {"actonce._ledger", "actonce._leases", "actonce._queue", "actonce._registry",
            "actonce._effect", "actonce._approvals", "actonce._budgets",
            "actonce._operations", "actonce._operator"}  # fmt: skip

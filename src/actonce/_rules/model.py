@@ -177,6 +177,15 @@ class Policy:
             perform (catches results made by someone else meanwhile). Costs
             one extra commit per effect; without it the claim itself is the
             durable ``executing`` mark.
+        wait_for_settle: after its own perform, while verification finds
+            the result absent inside the settle window, the owner keeps
+            verifying (backoff capped at ``verify_backoff_max``) until the
+            window has passed, instead of giving up after
+            ``verify_attempts`` and leaving the effect ``unknown`` for
+            reconcile. Off by default: ``run`` then returns within about
+            the sum of the backoffs. Keep ``settle_seconds`` below
+            ``lease_seconds`` (the owner's lease is not extended while it
+            waits).
     """
 
     settle_seconds: float = 5.0
@@ -186,6 +195,7 @@ class Policy:
     verify_backoff_max: float = 4.0
     lease_seconds: float = 60.0
     verify_after_claim: bool = True
+    wait_for_settle: bool = False
 
     def __post_init__(self) -> None:
         for name in ("settle_seconds", "verify_backoff", "verify_backoff_max", "lease_seconds"):
@@ -195,7 +205,7 @@ class Policy:
             raise UsageError(
                 f"Policy.verify_attempts must be a whole number >= 1, not {attempts!r}"
             )
-        for name in ("absence_authoritative", "verify_after_claim"):
+        for name in ("absence_authoritative", "verify_after_claim", "wait_for_settle"):
             if not isinstance(getattr(self, name), bool):
                 raise UsageError(
                     f"Policy.{name} must be True or False, not {getattr(self, name)!r}"

@@ -28,13 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._rules.errors import ActOnceError, LedgerError, UsageError
+from .._rules.errors import ActOnceError, HardStop, LedgerError, UsageError
 from .._rules.facts import Fact
-from .._rules.model import Absent, Confirmed, Status, Unavailable, Verdict
+from .._rules.model import Absent, Confirmed, RunResult, Status, Unavailable, Verdict
 from .._store.base import AsyncEffectStore, EffectStore
 from . import points
 from .clock import Clock
-from .effect import run_effect
+from .effect import Plan, run_effect
 from .ops import (
     AppendEvent,
     Claim,
@@ -57,6 +57,8 @@ from .ops import (
     Verified,
     Verify,
 )
+from .telemetry import Telemetry, TelemetryRun, TelemetryScope, fingerprint, origin_of, step_of
+from .telemetry import step_result as _step_result
 
 __all__ = [
     "AsyncDriver",
@@ -108,6 +110,11 @@ def as_verdict(value: Any) -> Verdict:
 def unavailable(exc: Exception) -> Unavailable:
     """What a verifier's exception means: the check could not be made."""
     return Unavailable(f"verifier raised {type(exc).__name__}: {exc}")
+
+
+def stopped(exc: HardStop, now: Tick) -> Verified:
+    """A verifier's ``HardStop``: unavailable, and a stop the protocol may act on."""
+    return Verified(Unavailable(f"hard stop: {exc.reason}"), now, exc.reason)
 
 
 def perform_answer(
@@ -271,16 +278,39 @@ class Heartbeats:
 # --- the sync driver ---------------------------------------------------------------
 
 
+def _begin(telemetry: Telemetry, plan: Plan, operation: str, origin: str | None) -> TelemetryScope:
+    return telemetry.begin(
+        TelemetryRun(operation, plan.kind, fingerprint(plan.key), plan.run_id, origin)
+    )
+
+
 class Driver:
-    """Runs protocol generators against a synchronous store."""
+    """Runs protocol generators against a synchronous store.
+
+    ``telemetry``: an observer of effect attempts (see ``_run.telemetry``);
+    ``None`` (the default) costs one attribute check per run.
+    """
 
     def __init__(self, store: EffectStore, clock: Clock, heartbeats: Heartbeats) -> None:
         self.store = store
         self.clock = clock
         self.heartbeats = heartbeats
+        self.telemetry: Telemetry | None = None
 
-    def run(self, steps: Steps, fns: Callables = NO_CALLABLES) -> Any:
-        """Drive ``steps`` to its end; returns what the generator returns."""
+    def run(
+        self,
+        steps: Steps,
+        fns: Callables = NO_CALLABLES,
+        plan: Plan | None = None,
+        operation: str = "run",
+    ) -> Any:
+        """Drive ``steps`` to its end; returns what the generator returns.
+
+        ``plan``: the effect the steps run (or reconcile: ``operation``), for
+        telemetry when it is on.
+        """
+        if self.telemetry is not None and plan is not None:
+            return self._traced(steps, fns, plan, operation, self.telemetry)
         send: Any = None
         throw: BaseException | None = None
         answer = self._answer
@@ -295,6 +325,49 @@ class Driver:
             except ActOnceError as exc:
                 throw = exc
 
+    def _traced(
+        self, steps: Steps, fns: Callables, plan: Plan, operation: str, telemetry: Telemetry
+    ) -> Any:
+        """``run`` with telemetry: the same loop, each step told to the scope."""
+        origin = origin_of(self.store.events(plan.key)) if operation == "reconcile" else None
+        scope = _begin(telemetry, plan, operation, origin)
+        result: Any = None
+        failure: BaseException | None = None
+        send: Any = None
+        throw: BaseException | None = None
+        try:
+            while True:
+                try:
+                    op = steps.throw(throw) if throw is not None else steps.send(send)
+                except StopIteration as stop:
+                    result = stop.value
+                    return result
+                send, throw = None, None
+                step = step_of(op, scope)
+                if step is None:
+                    try:
+                        send = self._answer(op, fns)
+                    except ActOnceError as exc:
+                        throw = exc
+                    continue
+                name, attributes, op = step
+                handle = scope.step(name, attributes)
+                try:
+                    send = self._answer(op, fns)
+                except ActOnceError as exc:
+                    throw = exc
+                    scope.step_end(handle, {"error.type": type(exc).__name__}, exc)
+                except BaseException as exc:
+                    scope.step_end(handle, {"error.type": type(exc).__name__}, exc)
+                    raise
+                else:
+                    scope.step_end(handle, _step_result(name, send), None)
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            scope.end(result if isinstance(result, RunResult) else None, failure)
+
     def _answer(self, op: Any, fns: Callables) -> Any:
         store = self.store
         kind = type(op)
@@ -306,6 +379,8 @@ class Driver:
         if kind is Verify:
             try:
                 verdict = as_verdict(_no_await(fns.verify()))
+            except HardStop as exc:
+                return stopped(exc, tick(self.clock))
             except Exception as exc:
                 verdict = unavailable(exc)
             clock = self.clock
@@ -357,7 +432,7 @@ class Driver:
             except Exception:
                 return None
         if kind is RunEffect:
-            return self.run(run_effect(op.plan), op.fns)
+            return self.run(run_effect(op.plan), op.fns, op.plan)
         if kind is Refresh:
             assert fns.refresh is not None
             value: Any = None
@@ -397,14 +472,23 @@ class Driver:
 
 
 class AsyncDriver:
-    """Runs protocol generators against an asynchronous store."""
+    """Runs protocol generators against an asynchronous store (``telemetry``: see ``Driver``)."""
 
     def __init__(self, store: AsyncEffectStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
+        self.telemetry: Telemetry | None = None
 
-    async def run(self, steps: Steps, fns: Callables = NO_CALLABLES) -> Any:
+    async def run(
+        self,
+        steps: Steps,
+        fns: Callables = NO_CALLABLES,
+        plan: Plan | None = None,
+        operation: str = "run",
+    ) -> Any:
         """Drive ``steps`` to its end; returns what the generator returns."""
+        if self.telemetry is not None and plan is not None:
+            return await self._traced(steps, fns, plan, operation, self.telemetry)
         send: Any = None
         throw: BaseException | None = None
         while True:
@@ -418,6 +502,51 @@ class AsyncDriver:
             except ActOnceError as exc:
                 throw = exc
 
+    async def _traced(
+        self, steps: Steps, fns: Callables, plan: Plan, operation: str, telemetry: Telemetry
+    ) -> Any:
+        """``run`` with telemetry (see ``Driver._traced``)."""
+        origin = None
+        if operation == "reconcile":
+            origin = origin_of(await self.store.events(plan.key))
+        scope = _begin(telemetry, plan, operation, origin)
+        result: Any = None
+        failure: BaseException | None = None
+        send: Any = None
+        throw: BaseException | None = None
+        try:
+            while True:
+                try:
+                    op = steps.throw(throw) if throw is not None else steps.send(send)
+                except StopIteration as stop:
+                    result = stop.value
+                    return result
+                send, throw = None, None
+                step = step_of(op, scope)
+                if step is None:
+                    try:
+                        send = await self._answer(op, fns)
+                    except ActOnceError as exc:
+                        throw = exc
+                    continue
+                name, attributes, op = step
+                handle = scope.step(name, attributes)
+                try:
+                    send = await self._answer(op, fns)
+                except ActOnceError as exc:
+                    throw = exc
+                    scope.step_end(handle, {"error.type": type(exc).__name__}, exc)
+                except BaseException as exc:
+                    scope.step_end(handle, {"error.type": type(exc).__name__}, exc)
+                    raise
+                else:
+                    scope.step_end(handle, _step_result(name, send), None)
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            scope.end(result if isinstance(result, RunResult) else None, failure)
+
     async def _answer(self, op: Any, fns: Callables) -> Any:
         store = self.store
         kind = type(op)
@@ -428,6 +557,8 @@ class AsyncDriver:
         if kind is Verify:
             try:
                 verdict = as_verdict(await _maybe_await(fns.verify()))
+            except HardStop as exc:
+                return stopped(exc, tick(self.clock))
             except Exception as exc:
                 verdict = unavailable(exc)
             return Verified(verdict, tick(self.clock))
@@ -482,7 +613,7 @@ class AsyncDriver:
             except Exception:
                 return None
         if kind is RunEffect:
-            return await self.run(run_effect(op.plan), op.fns)
+            return await self.run(run_effect(op.plan), op.fns, op.plan)
         if kind is Refresh:
             assert fns.refresh is not None
             value: Any = None

@@ -185,6 +185,8 @@ def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: boo
         act = d.decide(sit, obs)
         if act is Act.VERIFY:
             yield from _verify(plan, st, sit)
+            if st.hard_stop is not None and not st.performed and not reconcile:
+                return (yield from _stop_before_boundary(plan, st))
             continue
         if act is Act.EXECUTE:
             yield from _execute(plan, st)
@@ -238,16 +240,62 @@ def _held_reason(st: _State, act: d.Action) -> str | None:
 
 
 def _verify(plan: Plan, st: _State, sit: d.Situation) -> Generator[Op, Any, None]:
-    """One verification round: read-only, retried with backoff while worth it."""
+    """One verification round: read-only, retried with backoff while worth it.
+
+    A verifier's ``HardStop`` before this run's perform (a login wall, a
+    CAPTCHA, the wrong account) ends the round at once and sets the run's
+    hard stop; after the perform, and in reconcile, it is ``Unavailable``.
+    With ``Policy.wait_for_settle`` the owner goes on past
+    ``verify_attempts`` while the result is absent inside its settle window,
+    never past the window's end.
+    """
+    policy = plan.policy
     attempt = 1
     while True:
         verified: Verified = yield VERIFY
-        st.verdict, st.tick = verified
-        obs = st.observation(plan.policy)
-        if (sit, obs) not in d.RETRYABLE or attempt >= plan.policy.verify_attempts:
+        st.verdict, st.tick = verified.verdict, verified.tick
+        if verified.stop is not None and not st.performed and not st.reconcile:
+            st.hard_stop = world_text(verified.stop, plan.secrets)
             return
-        yield Sleep(plan.policy.backoff(attempt))
+        obs = st.observation(policy)
+        if (sit, obs) not in d.RETRYABLE:
+            return
+        pause = policy.backoff(attempt)
+        if attempt >= policy.verify_attempts:
+            left = _settle_left(policy, st, obs)
+            if left is None:
+                return
+            pause = min(pause, left)
+        yield Sleep(pause)
         attempt += 1
+
+
+def _settle_left(policy: Policy, st: _State, obs: d.Observation) -> float | None:
+    """Seconds of the owner's settle window still to wait (None: do not wait)."""
+    done = st.done
+    if not policy.wait_for_settle or obs is not Obs.ABSENT_UNSETTLED or done is None:
+        return None
+    return max(0.0, policy.settle_seconds - (st.tick.mono - done.ended.mono))
+
+
+def _stop_before_boundary(plan: Plan, st: _State) -> Steps:
+    """A hard stop seen by verification before this run's perform: no mutation.
+
+    Nothing was performed. A claim of this run's own is released (``failed``:
+    re-claimable at once); anything else is left as it is, with the stop in
+    its history.
+    """
+    reason = st.hard_stop
+    assert reason is not None
+    record = st.record
+    mine = record is not None and record.fence == st.my_fence
+    if mine and record is not None and record.status is Status.CLAIMED:
+        why = f"hard stop before perform: {reason}; released: nothing was performed"
+        yield from _move(plan, st, Status.FAILED, why, before=P.BEFORE_RECORD)
+    else:
+        event = _event(plan, record, EventType.HARD_STOP, st.tick.now)
+        yield AppendEvent(_with(event, message=f"seen by verification: {reason}"))
+    return _result(Outcome.HARD_STOP, st.record, f"hard stop: {reason}", st)
 
 
 def _defer(plan: Plan, st: _State, sit: d.Situation) -> Steps:

@@ -12,7 +12,7 @@ explorer or a simulator may answer them any other way.
 | ``Transition``  | ``EffectRecord | None`` (``None``: CAS lost)   |
 | ``AppendEvent`` | ``None``                                       |
 | ``Now``         | ``Tick`` (ledger time, monotonic, trusted)     |
-| ``Verify``      | ``Verified`` (the verdict and the clocks then) |
+| ``Verify``      | ``Verified`` (the verdict, the clocks, a stop) |
 | ``Precondition``| ``bool`` (``HardStop`` is thrown back in)      |
 | ``Perform``     | ``Performed``                                  |
 | ``Evidence``    | ``str | None``                                 |
@@ -157,10 +157,16 @@ class Verify:
 
 
 class Verified(NamedTuple):
-    """A verdict, and the clocks right after it was given."""
+    """A verdict, and the clocks right after it was given.
+
+    ``stop``: the verifier raised ``HardStop`` (a login wall, a CAPTCHA, the
+    wrong account: the check cannot be trusted and retrying will not help);
+    its reason, and ``verdict`` is ``Unavailable``.
+    """
 
     verdict: Verdict
     tick: Tick
+    stop: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ whose connection died without an answer cannot happen (issue 15)::
 
 from __future__ import annotations
 
-from ._discovery import DEFAULT_ARGS, find_chromium
+from ._discovery import DEFAULT_ARGS, chromium_version, find_chromium
 from ._effects import InvoiceEffect, Media, PostEffect, ToggleEffect, follow, like
 from ._errors import (
     BrowserError,
@@ -31,11 +31,13 @@ from ._errors import (
     NotPerformed,
     OutcomeUnknown,
     PageUnavailable,
+    RateLimited,
     ReadBackMismatch,
     StoppedAfterClick,
     StoppedBeforeClick,
 )
 from ._guard import as_effect
+from ._install import Obtained, ensure_chromium
 from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
 from ._site import SiteEffect, normalize, normalize_text
 from ._sync import Browser, BrowserSession, Effect
@@ -54,9 +56,11 @@ __all__ = [
     "InvoiceEffect",
     "Media",
     "NotPerformed",
+    "Obtained",
     "OutcomeUnknown",
     "PageUnavailable",
     "PostEffect",
+    "RateLimited",
     "ReadBackMismatch",
     "Screens",
     "SiteEffect",
@@ -65,6 +69,8 @@ __all__ = [
     "ThreadPart",
     "ToggleEffect",
     "as_effect",
+    "chromium_version",
+    "ensure_chromium",
     "find_chromium",
     "follow",
     "like",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from ._errors import BrowserNotFound
 
-__all__ = ["DEFAULT_ARGS", "find_chromium"]
+__all__ = ["DEFAULT_ARGS", "chromium_version", "find_chromium"]
 
 DEFAULT_ARGS: tuple[str, ...] = (
     "--no-sandbox",
@@ -43,8 +44,10 @@ def find_chromium() -> str:
     """Path of a Chromium executable.
 
     Looks, in order, at ``$ACTONCE_CHROMIUM``, Playwright's own downloaded
-    Chromium, ``/usr/bin/chromium`` and ``chromium``/``chromium-browser`` on
-    ``PATH``.
+    Chromium (``$PLAYWRIGHT_BROWSERS_PATH``, else ``~/.cache/ms-playwright``)
+    and ``chromium``/``chromium-browser`` on ``PATH`` (Debian's package puts
+    it in ``/usr/bin``). :func:`ensure_chromium` installs one when none is
+    found.
 
     Raises:
         BrowserNotFound: none was found; the message says how to install one.
@@ -56,7 +59,6 @@ def find_chromium() -> str:
         raise BrowserNotFound(f"ACTONCE_CHROMIUM={explicit!r} is not an executable file")
     candidates = [
         _playwright_chromium(),
-        "/usr/bin/chromium",
         shutil.which("chromium"),
         shutil.which("chromium-browser"),
     ]
@@ -67,3 +69,19 @@ def find_chromium() -> str:
         "no Chromium found: install one with `apt-get install chromium` (Debian/Ubuntu) "
         "or `python -m playwright install chromium`, or set ACTONCE_CHROMIUM to its path"
     )
+
+
+def chromium_version(path: str, *, timeout: float = 15.0) -> str | None:
+    """What ``path --version`` prints (its first line), or None if it would not say."""
+    try:
+        proc = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    return lines[0] if proc.returncode == 0 and lines else None

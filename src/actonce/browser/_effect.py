@@ -37,6 +37,7 @@ from ._errors import (
     NotPerformed,
     OutcomeUnknown,
     PageUnavailable,
+    RateLimited,
     ReadBackMismatch,
     StoppedAfterClick,
     StoppedBeforeClick,
@@ -240,11 +241,23 @@ class AsyncEffect:
         if guard.in_flight:
             raise OutcomeUnknown("the page looked confirmed, but the submit got no answer in time")
 
-    async def verify(self) -> Verdict:
-        """Read-only check; the world's failures become ``Unavailable``."""
+    async def verify(self, *, stops: bool = False) -> Verdict:
+        """Read-only check; the world's failures become ``Unavailable``.
+
+        With ``stops=True`` (what :func:`as_effect` hands the ledger) a page
+        that cannot be trusted — a login wall, a CAPTCHA, a restriction, the
+        wrong identity, another origin — raises ``HardStop`` instead: before
+        the claim the run then ends as ``hard_stop``, after the perform (and
+        in reconcile) the ledger counts it as ``Unavailable``. A rate-limit
+        screen (``RateLimited``) stays ``Unavailable``: it passes by itself.
+        """
         try:
             return await self.site.verify(self.session)
+        except RateLimited as exc:
+            return Unavailable(f"cannot check: {exc.reason}")
         except HardStop as exc:
+            if stops:
+                raise
             return Unavailable(f"cannot check: {exc.reason}")
         except (PlaywrightError, BrowserError) as exc:
             return Unavailable(f"cannot check: {_reason(exc)}")

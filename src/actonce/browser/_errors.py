@@ -2,6 +2,7 @@
 
     ActOnceError
     ├── HardStop
+    │   ├── RateLimited        a rate-limit screen (HTTP 429): a stop that passes
     │   ├── StoppedBeforeClick a preflight doubt inside perform; nothing clicked
     │   └── ReadBackMismatch   the prepared form does not hold the payload; nothing clicked
     └── BrowserError           the browser or the page failed
@@ -32,10 +33,20 @@ __all__ = [
     "NotPerformed",
     "OutcomeUnknown",
     "PageUnavailable",
+    "RateLimited",
     "ReadBackMismatch",
     "StoppedAfterClick",
     "StoppedBeforeClick",
 ]
+
+
+class RateLimited(HardStop):
+    """A rate-limit screen (or HTTP 429): stop mutating; looking again later may work.
+
+    The one blocking screen that passes by itself. Verification reports it as
+    ``Unavailable`` (retried with backoff, ``deferred`` before a claim); a
+    login wall, a CAPTCHA, a restriction or the wrong identity is a hard stop.
+    """
 
 
 class StoppedBeforeClick(HardStop, _CoreNotPerformed):

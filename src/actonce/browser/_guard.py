@@ -7,6 +7,7 @@ the bound site effect's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from actonce import Effect, EffectKey, Policy
@@ -32,13 +33,18 @@ def as_effect(
         key: the stable effect key (``actonce.effect_key(...)``).
         policy: settle window, authoritative absence, backoff, lease.
         extra: more payload fields to record (an intent id, a thread part).
+
+    The ledger's verifier is ``bound.verify(stops=True)``: a login wall, a
+    CAPTCHA, a restriction or the wrong identity seen before the claim ends
+    the run as ``hard_stop`` (no claim, nothing performed); a rate-limit
+    screen is ``Unavailable`` (``deferred``: try again later).
     """
     return Effect(
         key=key,
         kind=bound.kind,
         payload={**(extra or {}), **bound.payload},
         perform=bound.perform,
-        verify=bound.verify,
+        verify=functools.partial(bound.verify, stops=True),
         precondition=bound.precondition,
         evidence=bound.evidence,
         policy=policy or Policy(),

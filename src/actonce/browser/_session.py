@@ -17,9 +17,8 @@ import asyncio
 import contextlib
 import json
 import re
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
@@ -28,10 +27,11 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
 from actonce import HardStop, UsageError
+from actonce.evidence import evidence_root, new_session_folder
 
 from ._discovery import DEFAULT_ARGS, find_chromium
 from ._effect import AsyncEffect
-from ._errors import BrowserError, PageUnavailable, first_line
+from ._errors import BrowserError, PageUnavailable, RateLimited, first_line
 from ._site import SiteEffect
 from ._threads import next_thread_part
 from ._wire import origin_of
@@ -59,6 +59,9 @@ _SANITIZED_HTML = """() => {
   }
   return '<!doctype html>\\n' + root.outerHTML;
 }"""
+
+
+_RATE_LIMIT = "rate-limit screen"
 
 
 class Screens:
@@ -92,7 +95,7 @@ class Screens:
         self.blocking = {
             "login wall": login,
             "CAPTCHA screen": captcha,
-            "rate-limit screen": rate_limit,
+            _RATE_LIMIT: rate_limit,
             "restriction screen": restricted,
         }
 
@@ -119,7 +122,13 @@ class AsyncBrowserSession:
         page: a Playwright async ``Page``.
         origin: expected origin, e.g. ``"https://example.com"``.
         username: the identity the page must show as signed in.
-        evidence_dir: where ``capture_evidence`` writes (default: a new temp dir).
+        evidence_dir: where ``capture_evidence`` writes. Default: a new folder
+            of this session under ``evidence_root``, made on first use.
+        evidence_root: where that folder is made (default:
+            :func:`actonce.evidence.evidence_root`: ``$ACTONCE_EVIDENCE_DIR``,
+            else ``actonce-evidence`` beside the SQLite ledger of
+            ``$ACTONCE_LEDGER``, else ``./actonce-evidence``). ``actonce
+            evidence prune`` deletes old folders there.
         lease_ok: called before every mutation; False means the worker lost
             its lease and must stop.
         timeout: navigation and action timeout, seconds.
@@ -148,7 +157,9 @@ class AsyncBrowserSession:
         screens: Screens | None = None,
         perform_timeout: float | None = None,
         allow_origins: Sequence[str] = (),
+        evidence_root: str | Path | None = None,
         _owned: BrowserContext | None = None,
+        _owned_page: bool = False,
     ) -> None:
         if not username:
             raise UsageError("a browser session needs the expected username")
@@ -166,8 +177,10 @@ class AsyncBrowserSession:
         self.allow_origins = frozenset(_checked_origin(o) for o in allow_origins)
         self.screens = screens or Screens()
         self._evidence_dir = Path(evidence_dir) if evidence_dir is not None else None
+        self._evidence_root = Path(evidence_root) if evidence_root is not None else None
         self._evidence_seq = 0
         self._owned = _owned
+        self._owned_page = _owned_page
         self._last_status: int | None = None
         # Only for measuring what the guard costs (benchmarks/browser.py): an
         # unguarded perform can be resent by the browser (issue 15).
@@ -247,11 +260,12 @@ class AsyncBrowserSession:
         if origin_of(self.page.url) != self.origin:
             raise HardStop(f"page is on {origin_of(self.page.url)!r}, not {self.origin!r}")
         if self._last_status == 429:
-            raise HardStop("rate-limit screen (HTTP 429)")
+            raise RateLimited("rate-limit screen (HTTP 429)")
         try:
             for reason, selector in self.screens.blocking.items():
                 if await self.page.locator(selector).count():
-                    raise HardStop(f"{reason} is visible")
+                    stop = RateLimited if reason == _RATE_LIMIT else HardStop
+                    raise stop(f"{reason} is visible")
             count, who = await self._identity()
         except PlaywrightError as exc:
             raise HardStop(f"page could not be inspected: {first_line(exc)}") from exc
@@ -284,20 +298,61 @@ class AsyncBrowserSession:
             raise HardStop("the worker no longer holds its lease")
         await self.check_page()
 
-    async def login(self, password: str) -> None:
-        """Sign in through a ``/login`` form (sandbox layout) and check identity.
+    async def login(
+        self,
+        password: str,
+        *,
+        path: str = "/login",
+        username_label: str = "Username",
+        password_label: str = "Password",
+        submit: str = "Sign in",
+        remember: bool = False,
+    ) -> None:
+        """Sign in through a labelled username/password form and check identity.
 
-        The password is typed into the page only; it is never stored.
+        The defaults fit the sandbox (``remember`` ticks its "Keep me signed
+        in"); another site with such a form changes the labels. For anything
+        else (SSO, two steps, a one-time code) use :meth:`sign_in` with your
+        own step. The password is typed into the page only; it is never stored.
         """
-        await self.goto_unchecked("/login")
+
+        async def form(page: Page) -> None:
+            await self.goto_unchecked(path)
+            await page.get_by_label(username_label).fill(self.username)
+            await page.get_by_label(password_label).fill(password)
+            if remember:
+                await page.get_by_label("Keep me signed in").check()
+            async with page.expect_navigation():
+                await page.get_by_role("button", name=submit).click()
+
+        await self.sign_in(form, check=None)
+
+    async def sign_in(
+        self, step: Callable[[Page], Awaitable[object]], *, check: str | None = "/"
+    ) -> None:
+        """Run your own login step for your site, then check who is signed in.
+
+        ``step(page)`` is an async function that gets this session's
+        Playwright ``Page`` and signs in however the site wants (it may
+        navigate anywhere on the expected origin: the checks of
+        :meth:`goto` do not apply while it runs, so a login page is no hard
+        stop here). Afterwards ``check`` (a path on the origin; ``None``: the
+        page the step left) is opened with every check: origin, no blocking
+        screen, exactly the expected identity.
+
+        Raises:
+            PageUnavailable: the step failed with a Playwright error.
+            HardStop: after it, the page is still a login wall or shows
+                someone else.
+        """
         try:
-            await self.page.get_by_label("Username").fill(self.username)
-            await self.page.get_by_label("Password").fill(password)
-            async with self.page.expect_navigation():
-                await self.page.get_by_role("button", name="Sign in").click()
+            await step(self.page)
         except PlaywrightError as exc:
             raise PageUnavailable(f"login failed: {first_line(exc)}") from exc
-        await self.check_page()
+        if check is None:
+            await self.check_page()
+        else:
+            await self.goto(check)
 
     async def goto_unchecked(self, path: str) -> None:
         """Open a page on the expected origin without identity checks."""
@@ -312,7 +367,8 @@ class AsyncBrowserSession:
     def evidence_dir(self) -> Path:
         """Where evidence goes (created on first use)."""
         if self._evidence_dir is None:
-            self._evidence_dir = Path(tempfile.mkdtemp(prefix="actonce-evidence-"))
+            root = self._evidence_root if self._evidence_root is not None else evidence_root()
+            self._evidence_dir = new_session_folder(root, self.username)
         return self._evidence_dir
 
     async def capture_evidence(self, label: str, *, files: Mapping[str, str] | None = None) -> str:
@@ -406,19 +462,39 @@ class AsyncBrowserSession:
         return None if part is None else self.post_effect(part.text, parent=part.parent)
 
     async def aclose(self) -> None:
-        """Close the browser context if this session created it."""
+        """Close the browser context (or, in a persistent profile, the page) it created."""
         if self._owned is not None:
             owned, self._owned = self._owned, None
             with contextlib.suppress(PlaywrightError):
                 await owned.close()
+        if self._owned_page:
+            self._owned_page = False
+            with contextlib.suppress(PlaywrightError):
+                await self.page.close()
 
 
 class AsyncBrowser:
-    """A launched Chromium that hands out one context per session."""
+    """A launched Chromium that hands out one context per session.
 
-    def __init__(self, playwright: Playwright, browser: PWBrowser) -> None:
+    With a persistent profile (``user_data_dir``) there is one context, the
+    profile's: its cookies and storage live in that folder across launches,
+    so an agent signs in once and stays signed in — its session never
+    passes through the ledger. Every session then gets a page of that one
+    context (they share its cookies: one actor per profile).
+    """
+
+    def __init__(
+        self,
+        playwright: Playwright,
+        browser: PWBrowser | None,
+        *,
+        context: BrowserContext | None = None,
+        evidence_root: str | Path | None = None,
+    ) -> None:
         self._pw = playwright
         self._browser = browser
+        self._context = context
+        self._evidence_root = evidence_root
 
     @classmethod
     async def launch(
@@ -427,8 +503,16 @@ class AsyncBrowser:
         headed: bool = False,
         executable_path: str | None = None,
         args: tuple[str, ...] = DEFAULT_ARGS,
+        user_data_dir: str | Path | None = None,
+        evidence_root: str | Path | None = None,
     ) -> AsyncBrowser:
         """Start Chromium (headless unless ``headed``).
+
+        Args:
+            user_data_dir: a persistent profile folder (made if missing):
+                cookies and storage survive the browser. Keep it private
+                (it holds the sessions), one per actor, one browser at a time.
+            evidence_root: where the sessions' evidence folders go.
 
         Raises:
             BrowserNotFound: no Chromium (see ``find_chromium``).
@@ -437,13 +521,24 @@ class AsyncBrowser:
         path = executable_path or find_chromium()
         pw = await async_playwright().start()
         try:
+            if user_data_dir is not None:
+                Path(user_data_dir).mkdir(parents=True, exist_ok=True)
+                context = await pw.chromium.launch_persistent_context(
+                    str(user_data_dir),
+                    executable_path=path,
+                    headless=not headed,
+                    args=list(args),
+                    viewport={"width": 1100, "height": 800},
+                    service_workers="block",
+                )
+                return cls(pw, None, context=context, evidence_root=evidence_root)
             browser = await pw.chromium.launch(
                 executable_path=path, headless=not headed, args=list(args)
             )
         except PlaywrightError as exc:
             await pw.stop()
             raise BrowserError(f"could not launch {path}: {first_line(exc)}") from exc
-        return cls(pw, browser)
+        return cls(pw, browser, evidence_root=evidence_root)
 
     async def new_session(
         self,
@@ -458,14 +553,20 @@ class AsyncBrowser:
         perform_timeout: float | None = None,
         allow_origins: Sequence[str] = (),
     ) -> AsyncBrowserSession:
-        """A fresh context (own cookies, service workers blocked) bound to one actor.
+        """A session bound to one actor: a fresh context (own cookies, service
+        workers blocked), or a new page of the persistent profile.
 
         Service workers are blocked so that the network guard sees every
         request the pages make (a worker's fetches bypass page routes).
         """
-        context = await self._browser.new_context(
-            viewport={"width": 1100, "height": 800}, service_workers="block"
-        )
+        persistent = self._context is not None
+        if self._context is not None:
+            context = self._context
+        else:
+            assert self._browser is not None
+            context = await self._browser.new_context(
+                viewport={"width": 1100, "height": 800}, service_workers="block"
+            )
         try:
             page = await context.new_page()
             return AsyncBrowserSession(
@@ -479,17 +580,23 @@ class AsyncBrowser:
                 screens=screens,
                 perform_timeout=perform_timeout,
                 allow_origins=allow_origins,
-                _owned=context,
+                evidence_root=self._evidence_root,
+                _owned=None if persistent else context,
+                _owned_page=persistent,
             )
         except BaseException:
-            with contextlib.suppress(PlaywrightError):
-                await context.close()
+            if not persistent:
+                with contextlib.suppress(PlaywrightError):
+                    await context.close()
             raise
 
     async def aclose(self) -> None:
-        """Close Chromium and the Playwright driver."""
+        """Close Chromium (a persistent profile is saved) and the Playwright driver."""
         try:
-            await self._browser.close()
+            if self._context is not None:
+                await self._context.close()
+            if self._browser is not None:
+                await self._browser.close()
         finally:
             await self._pw.stop()
 

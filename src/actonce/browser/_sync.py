@@ -22,6 +22,8 @@ from ._site import SiteEffect
 from ._threads import next_thread_part
 
 if TYPE_CHECKING:
+    from playwright.async_api import Page as AsyncPage
+
     from ._effects import Media
 
 __all__ = ["Browser", "BrowserSession", "Effect"]
@@ -82,9 +84,10 @@ class Effect:
         """See ``AsyncEffect.perform``: at most once, never retried; the wire evidence."""
         return self._loop.run(self._inner.perform())
 
-    def verify(self) -> Verdict:
-        """See ``AsyncEffect.verify``: read-only, never raises for the world."""
-        return self._loop.run(self._inner.verify())
+    def verify(self, *, stops: bool = False) -> Verdict:
+        """See ``AsyncEffect.verify``: read-only, never raises for the world
+        (with ``stops=True``: ``HardStop`` for a page that cannot be trusted)."""
+        return self._loop.run(self._inner.verify(stops=stops))
 
     def evidence(self, label: str) -> str | None:
         """See ``AsyncEffect.evidence``."""
@@ -144,13 +147,45 @@ class BrowserSession:
         """The async session underneath (its page lives on the driver's loop)."""
         return self._inner
 
-    def login(self, password: str) -> None:
-        """See ``AsyncBrowserSession.login``."""
-        self._loop.run(self._inner.login(password))
+    def login(
+        self,
+        password: str,
+        *,
+        path: str = "/login",
+        username_label: str = "Username",
+        password_label: str = "Password",
+        submit: str = "Sign in",
+        remember: bool = False,
+    ) -> None:
+        """See ``AsyncBrowserSession.login`` (a labelled username/password form)."""
+        self._loop.run(
+            self._inner.login(
+                password,
+                path=path,
+                username_label=username_label,
+                password_label=password_label,
+                submit=submit,
+                remember=remember,
+            )
+        )
+
+    def sign_in(
+        self, step: Callable[[AsyncPage], Coroutine[Any, Any, object]], *, check: str | None = "/"
+    ) -> None:
+        """See ``AsyncBrowserSession.sign_in``: your own login step, then the checks.
+
+        ``step`` is an ``async`` function of the (async) Playwright ``Page``;
+        it runs on this session's event loop.
+        """
+        self._loop.run(self._inner.sign_in(step, check=check))
 
     def goto(self, path: str) -> None:
         """See ``AsyncBrowserSession.goto``."""
         self._loop.run(self._inner.goto(path))
+
+    def goto_unchecked(self, path: str) -> None:
+        """See ``AsyncBrowserSession.goto_unchecked`` (no identity or wall checks)."""
+        self._loop.run(self._inner.goto_unchecked(path))
 
     def whoami(self) -> str | None:
         """See ``AsyncBrowserSession.whoami``."""
@@ -223,6 +258,9 @@ class Browser:
         headed: show the window.
         executable_path: Chromium to run (default: ``find_chromium()``).
         args: Chromium flags.
+        user_data_dir: a persistent profile folder: cookies and storage
+            survive the browser (sign in once; see ``AsyncBrowser``).
+        evidence_root: where the sessions' evidence folders go.
     """
 
     def __init__(
@@ -231,11 +269,19 @@ class Browser:
         headed: bool = False,
         executable_path: str | None = None,
         args: tuple[str, ...] = DEFAULT_ARGS,
+        user_data_dir: str | Path | None = None,
+        evidence_root: str | Path | None = None,
     ) -> None:
         self._loop = _LoopThread()
         try:
             self._inner = self._loop.run(
-                AsyncBrowser.launch(headed=headed, executable_path=executable_path, args=args)
+                AsyncBrowser.launch(
+                    headed=headed,
+                    executable_path=executable_path,
+                    args=args,
+                    user_data_dir=user_data_dir,
+                    evidence_root=evidence_root,
+                )
             )
         except BaseException:
             self._loop.close()

@@ -39,6 +39,7 @@ from ._commands import (
     cmd_status,
     cmd_summary,
 )
+from ._doctor import cmd_doctor, cmd_evidence_prune
 
 __all__ = ["build_parser", "main"]
 
@@ -166,6 +167,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", parents=[common], help="bring a ledger's schema up to date")
     p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser(
+        "doctor", parents=[common], help="Python, Chromium, the ledger, PostgreSQL (read-only)"
+    )
+    p.add_argument(
+        "--postgres", help="a PostgreSQL DSN to try (default: $ACTONCE_TEST_POSTGRES_DSN)"
+    )
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("evidence", help="evidence folders: retention")
+    evidence = p.add_subparsers(dest="evidence_command", required=True, metavar="ACTION",
+                                parser_class=_Parser)  # fmt: skip
+    p = evidence.add_parser(
+        "prune",
+        parents=[common],
+        help="delete the evidence folders named in the ledger's events, older than an age",
+    )
+    p.add_argument("--older-than", required=True, type=_text, help="an age: 30d, 12h, 2w ...")
+    p.add_argument(
+        "--root",
+        help="the evidence root; nothing outside it is deleted (default: $ACTONCE_EVIDENCE_DIR, "
+        "else actonce-evidence beside the SQLite ledger, else ./actonce-evidence)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="say what would go, delete nothing")
+    p.set_defaults(func=cmd_evidence_prune)
 
     for name, (_module, text) in _DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)

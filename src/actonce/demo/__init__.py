@@ -40,7 +40,9 @@ def _print_report(r: DemoReport) -> None:
              "decided from the site's own records)",
              *[f"    {i['intent']} ({i['key']}): {i['reason']} -> {i['decision']}" for i in r.reviewed],
              f"needs review       {len(r.needs_review)} (left for a person)",
-             *items(r.needs_review, "intent", "key", "reason"),
+             *[line for i in r.needs_review for line in (
+                 f"    {i['intent']} ({i['key']}): {i['reason']}",
+                 *([f"        evidence: {i['evidence']}"] if i.get("evidence") else []))],
              f"quality skips      {len(r.quality_skips)}", *items(r.quality_skips, "intent", "reason"),
              f"workers killed     {len(r.kills)}: {kills}",
              f"faults fired       {', '.join(f'{k} {v}' for k, v in sorted(r.faults_fired.items()))}",
@@ -64,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where the ledger, sandbox db and evidence go "
                         "(default: a new temporary folder)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="last line: the report as JSON")
+    parser.add_argument(
+        "--install",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="without a Chromium, install one: Playwright's download, else apt-get as root (on)",
+    )
     args = parser.parse_args(argv)
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
@@ -75,7 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     from actonce import ActOnceError
+    from actonce.browser import BrowserNotFound, ensure_chromium
 
+    try:
+        chromium = ensure_chromium(progress, install=args.install)
+    except BrowserNotFound as exc:
+        print(f"actonce demo: {exc}", file=sys.stderr)
+        return 1
+    if chromium.how == "found":
+        progress(f"using {chromium.version or 'Chromium'} at {chromium.path}")
     try:
         report = run_demo(cfg, progress)
     except ActOnceError as exc:

@@ -268,8 +268,16 @@ class Sandbox:
                 ctx, "login.html", 401, next=target, message="Wrong username or password."
             )
         resp = RedirectResponse(target, 303)
+        # "Keep me signed in": a cookie that outlives the browser (30 days), as
+        # real sites do; otherwise a session cookie, gone when the browser closes.
+        remember = ctx.fields.get("remember") == "1"
         resp.set_cookie(
-            SESSION_COOKIE, self.db.new_session(name), httponly=True, samesite="lax", path="/"
+            SESSION_COOKIE,
+            self.db.new_session(name),
+            max_age=30 * 86400 if remember else None,
+            httponly=True,
+            samesite="lax",
+            path="/",
         )
         return resp
 

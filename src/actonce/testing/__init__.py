@@ -13,6 +13,10 @@
   :data:`POINTS` / :class:`CrashPoint`, :class:`SimulatedCrash` (inert
   unless armed), and :func:`observe_points` to be told of every pass.
 - :class:`MemoryStore`: a store in memory.
+- :data:`FAULTS` / :class:`FaultCase`: the seed-004 fault matrix, to run
+  against your own effect; and a pytest plugin (``actonce.testing.plugin``,
+  registered as a ``pytest11`` entry point) with fixtures for all of it. See
+  docs/testing.md.
 """
 
 from __future__ import annotations
@@ -24,13 +28,17 @@ from .._run.points import POINTS, CrashPoint, SimulatedCrash, arm, disarm
 from .._run.points import observe as observe_points
 from .._store.memory import MemoryStore
 from .clock import FrozenClock
+from .faults import FAULTS, FaultCase, FaultReport
 from .faulty import FaultyStore
 from .provider import FakeProvider, Faults, ProviderError
 
 __all__ = [
+    "FAULTS",
     "POINTS",
     "CrashPoint",
     "FakeProvider",
+    "FaultCase",
+    "FaultReport",
     "Faults",
     "FaultyStore",
     "FrozenClock",

@@ -104,3 +104,63 @@ def test_the_receipt_follows_the_packet_chain_to_the_one_that_authorized() -> No
     receipt = ledger.receipt("op2")
     assert receipt is not None and receipt.state is OperationState.COMPLETE
     assert receipt.data["approval"]["packet_id"] == fresh
+
+
+# --- a pass looks again at its steps in flight -------------------------------------------
+
+
+def _four_steps(provider: FakeProvider, flags: dict[str, bool]) -> list[Step]:
+    def effect(name: str) -> Effect:
+        def perform() -> None:
+            provider.submit(name)
+            if name == "pay" and flags.get("lose"):
+                flags["lookup_down"] = True  # and the lookup goes down with it
+                raise TimeoutError("the payment's answer was lost")
+
+        def verify() -> Any:
+            if name == "pay" and flags.get("lookup_down"):
+                from actonce import Unavailable
+
+                return Unavailable("the payment lookup is down")
+            return provider.lookup(name)
+
+        return Effect(f"k-{name}", "step", {"n": name}, perform, verify, policy=POLICY)
+
+    return [
+        Step("hold", effect("hold"), "compensatable", undo=effect("release")),
+        Step("pay", effect("pay"), "compensatable", undo=effect("void")),
+        Step("book", effect("book"), "pivot"),
+        Step("notify", effect("notify"), "retriable"),
+    ]
+
+
+def test_a_later_pass_reconciles_an_unknown_step_before_going_on() -> None:
+    ledger, provider, _ = _world()
+    flags = {"lose": True}
+    first = Operation(ledger, "op3", _four_steps(provider, flags)).run()
+    assert first.state is OperationState.NEEDS_REVIEW  # the payment is in doubt
+    assert ledger.get("k-pay").status.value == "unknown"  # type: ignore[union-attr]
+    flags.update(lose=False, lookup_down=False)  # the lookup answers again
+    again = Operation(ledger, "op3", _four_steps(provider, flags)).run()
+    assert again.state is OperationState.COMPLETE
+    # Verified, never resubmitted: one payment at the provider.
+    assert provider.accepted() == {"hold": 1, "pay": 1, "book": 1, "notify": 1}
+    assert [n for n, _ in again.runs] == ["reconcile pay", "book", "notify"]
+
+
+def test_a_replacement_verifies_a_dead_workers_step_instead_of_waiting() -> None:
+    from actonce.testing import SimulatedCrash, crash_at
+
+    ledger, provider, _ = _world()
+    flags: dict[str, bool] = {}
+    try:
+        with crash_at("after_perform", nth=2):  # the worker dies after submitting the payment
+            Operation(ledger, "op4", _four_steps(provider, flags)).run()
+    except SimulatedCrash:
+        pass
+    assert ledger.get("k-pay").status.value == "executing"  # type: ignore[union-attr]
+    replacement = Operation(ledger, "op4", _four_steps(provider, flags)).run()
+    assert replacement.state is OperationState.COMPLETE
+    assert provider.accepted() == {"hold": 1, "pay": 1, "book": 1, "notify": 1}
+    assert replacement.runs[0][0] == "reconcile pay"
+    assert replacement.runs[0][1].performed is False

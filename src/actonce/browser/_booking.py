@@ -322,8 +322,9 @@ class PayEffect(SiteEffect):
         self._hold: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        return {"user": self.user, **self.trip.fields(), "ceiling": self.trip.ceiling,
-                "provider_key": self.provider_key}  # fmt: skip
+        # The ceiling is the approval's (its packet binds it to this key); a
+        # refreshed packet may raise it, and a key's payload never changes.
+        return {"user": self.user, **self.trip.fields(), "provider_key": self.provider_key}
 
     async def live_hold(self, session: AsyncBrowserSession) -> dict[str, Any] | None:
         """The trip's one live hold (``None`` when none is live)."""
@@ -377,8 +378,9 @@ class BookEffect(SiteEffect):
         self._payment: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        return {"user": self.user, **self.trip.fields(), "ceiling": self.trip.ceiling,
-                "provider_key": self.provider_key}  # fmt: skip
+        # The ceiling is the approval's (its packet binds it to this key); a
+        # refreshed packet may raise it, and a key's payload never changes.
+        return {"user": self.user, **self.trip.fields(), "provider_key": self.provider_key}
 
     async def prepare(self, session: AsyncBrowserSession) -> None:
         payments = await trip_payments(session, self.trip)

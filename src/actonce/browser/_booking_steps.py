@@ -42,6 +42,7 @@ from actonce import (
     intent_key,
     provider_retry,
 )
+from actonce import NotPerformed as CoreNotPerformed
 
 from ._booking import (
     BookEffect,
@@ -118,6 +119,7 @@ def _effect(
     refresh: Callable[[], Any] | None = None,
 ) -> Effect:
     """The ledger's effect for one site effect; ``retries`` > 1 resends on a 5xx, same key."""
+    site = make()
     last: list[BoundEffect] = []
 
     def bound() -> BoundEffect:
@@ -140,6 +142,15 @@ def _effect(
                 raise
             except Exception as exc:
                 wire.add(getattr(exc, "details", None))
+                if wire.details["sent"] and isinstance(exc, CoreNotPerformed):
+                    # An earlier submit of this perform left (and got a 5xx):
+                    # this attempt stopping before its click proves nothing.
+                    unknown = OutcomeUnknown(
+                        f"{site.kind}: a resend stopped before its click after an earlier "
+                        f"submit got a server error: {exc}"
+                    )
+                    unknown.details = wire.details  # type: ignore[attr-defined]
+                    raise unknown from exc
                 exc.details = wire.details  # type: ignore[attr-defined]
                 raise
             wire.add(done)
@@ -158,7 +169,6 @@ def _effect(
     def evidence(label: str) -> str | None:
         return (last[0] if last else session.effect(make())).evidence(label)
 
-    site = make()
     return Effect(
         key=key,
         kind=site.kind,

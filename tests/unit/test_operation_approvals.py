@@ -164,3 +164,22 @@ def test_a_replacement_verifies_a_dead_workers_step_instead_of_waiting() -> None
     assert provider.accepted() == {"hold": 1, "pay": 1, "book": 1, "notify": 1}
     assert replacement.runs[0][0] == "reconcile pay"
     assert replacement.runs[0][1].performed is False
+
+
+def test_a_withdrawn_operation_says_so_and_not_that_a_step_failed() -> None:
+    from actonce import Role, Status
+    from actonce._rules.operations import StepState, assess
+
+    # The hold was made and released (the intent changed); nothing else ran.
+    steps = [
+        StepState("hold", Role.COMPENSATABLE, Status.CONFIRMED, 1, 1, Status.CONFIRMED, True),
+        StepState("pay", Role.COMPENSATABLE, None, 0, 1, None, True),
+        StepState("book", Role.PIVOT),
+        StepState("notify", Role.RETRIABLE),
+    ]
+    a = assess(steps)
+    assert a.state is OperationState.COMPENSATED
+    assert "book" not in a.reason and a.reason == "withdrawn before pay; undone"
+    # A step that did fail is still named.
+    steps[1] = StepState("pay", Role.COMPENSATABLE, Status.FAILED, 1, 1, None, True)
+    assert assess(steps).reason == "pay failed; undone"

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ._run import DemoConfig, DemoReport, run_demo
 
@@ -65,7 +66,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where the ledger, sandbox db and evidence go "
                         "(default: a new temporary folder)")
     parser.add_argument("--json", action="store_true", help="last line: the report as JSON")
+    parser.add_argument("--scenario", choices=("posts", "booking", "all"), default="posts",
+                        help="posts and invoices (default), booking (hold, pay, book, notify "
+                        "with approvals; see docs/booking.md), or all")
     args = parser.parse_args(argv)
+    if args.scenario == "booking":
+        booking = _booking(args)
+        if args.json:
+            print(json.dumps(booking, sort_keys=True))
+        return 1 if booking["failed"] else 0
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
     cfg = DemoConfig(intents=args.intents, workers=args.workers, seed=args.seed,
@@ -83,6 +92,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"actonce demo: error: {exc}", file=sys.stderr)
         return 1
     _print_report(report)
+    if args.scenario == "all":
+        booking = _booking(args)
+        if args.json:
+            print(json.dumps({**report.to_json(), "booking": booking}, sort_keys=True))
+        return 1 if report.duplicates or booking["failed"] else 0
     if args.json:
         print(json.dumps(report.to_json(), sort_keys=True))
     return 1 if report.duplicates else 0
+
+
+def _booking(args: argparse.Namespace) -> dict[str, Any]:
+    """``--scenario booking`` (see ``actonce.demo._booking``): its report, printed."""
+    from pathlib import Path
+
+    from ._booking import clean, print_report, run_booking
+
+    workdir = Path(args.workdir) / "booking" if args.workdir else None
+    report = run_booking(workdir=workdir, seed=args.seed,
+                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+    print_report(report)
+    report["failed"] = not clean(report)
+    return report

@@ -5,8 +5,9 @@ process of its own (``python -m actonce.demo._booking_agent CONFIG``), which
 talks JSON lines:
 
 - it prints ``{"ready": pid}`` once its browser is up and its users signed in;
-- then, for every line it reads on stdin (``{"trips": [...]}`` or ``{}`` for
-  all of its trips), it makes one pass of each trip's operation and prints one
+- then, for every line it reads on stdin (``{"trips": [op ids]}`` or ``{}``
+  for all of its trips; ``"add": [trip specs]`` gives it more trips first),
+  it makes one pass of each trip's operation and prints one
   line per trip (``{"trip": ..., "state": ..., "runs": [...]}``), then
   ``{"round": n}``; end of input ends it.
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from actonce import (
+    ApprovalStatus,
     IntentRef,
     IntentStatus,
     Ledger,
@@ -48,6 +50,7 @@ from actonce.sandbox import SEED_USERS
 __all__ = ["BookingAgent", "TripSpec", "newest_packet", "pass_summary"]
 
 _REPLACEMENTS = 20
+_DEAD = frozenset({ApprovalStatus.EXPIRED, ApprovalStatus.DENIED, ApprovalStatus.VOIDED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,11 @@ def newest_packet(ledger: Ledger, packet_id: str | None) -> Packet | None:
             break
         packet = ledger.approvals.get(packet.replaced_by)
     return packet
+
+
+def _dead(packet: Packet | None) -> bool:
+    """Whether a packet can never authorize its commit (nor be refreshed into one that can)."""
+    return packet is not None and packet.status in _DEAD
 
 
 def pass_summary(spec: TripSpec, result: OperationResult) -> dict[str, Any]:
@@ -184,8 +192,13 @@ class BookingAgent:
         return Operation(self.ledger, spec.op_id, steps, intent=spec.ref, approval=approval)
 
     def run(self, spec: TripSpec) -> OperationResult:
-        """One pass of the trip's operation (a superseded version is withdrawn)."""
-        if self.superseded(spec):
+        """One pass of the trip's operation.
+
+        A version that can commit nothing any more — superseded by a newer
+        one, or its approval expired, denied or voided — is withdrawn first
+        (its verified steps undone), so the pass finds it compensated.
+        """
+        if self.superseded(spec) or _dead(newest_packet(self.ledger, spec.packet)):
             self.withdraw(spec)
         result = self.operation(spec).run()
         if any(r.outcome is Outcome.HARD_STOP for _, r in result.runs):
@@ -274,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 agent.session(user)
             _say({"ready": os.getpid()})
             for n, command in enumerate(_commands(), 1):
+                specs += [TripSpec.from_json(t) for t in command.get("add") or []]
                 wanted = set(command.get("trips") or [s.op_id for s in specs])
                 for spec in specs:
                     if spec.op_id in wanted:

@@ -112,6 +112,10 @@ def test_the_receipt_follows_the_packet_chain_to_the_one_that_authorized() -> No
 def _four_steps(provider: FakeProvider, flags: dict[str, bool]) -> list[Step]:
     def effect(name: str) -> Effect:
         def perform() -> None:
+            if flags.get(f"{name}_refused"):
+                from actonce import NotPerformed
+
+                raise NotPerformed(f"the provider refused the {name}")
             provider.submit(name)
             if name == "pay" and flags.get("lose"):
                 flags["lookup_down"] = True  # and the lookup goes down with it
@@ -183,3 +187,16 @@ def test_a_withdrawn_operation_says_so_and_not_that_a_step_failed() -> None:
     # A step that did fail is still named.
     steps[1] = StepState("pay", Role.COMPENSATABLE, Status.FAILED, 1, 1, None, True)
     assert assess(steps).reason == "pay failed; undone"
+
+
+def test_a_refused_undo_is_named_in_the_escalation_receipt() -> None:
+    ledger, provider, _ = _world()
+    flags = {"book_refused": True, "void_refused": True}
+    result = Operation(ledger, "op5", _four_steps(provider, flags)).run()
+    assert result.state is OperationState.NEEDS_REVIEW
+    receipt = ledger.receipt("op5")
+    assert receipt is not None
+    assert "Not undone: pay (its undo was refused: it still stands). A reviewer decides." in (
+        receipt.text
+    )
+    assert receipt.data["not_undone"] == ["pay"]

@@ -191,6 +191,13 @@ def _compensation(steps: Sequence[StepState], pivot: int) -> Assessment:
     failed = next(
         (i for i, s in enumerate(steps) if s.status is Status.FAILED and i <= pivot), pivot
     )
+    if steps[failed].status is Status.FAILED:
+        why = f"{steps[failed].name} failed"
+    else:
+        # Nothing failed: the operation was withdrawn (its intent version was
+        # superseded, its approval expired) before this step ran.
+        stop = next(i for i in range(pivot + 1) if steps[i].status is not Status.CONFIRMED)
+        why = f"withdrawn before {steps[stop].name}"
     for i in range(failed - 1, -1, -1):
         s = steps[i]
         if s.status in _DOUBT:
@@ -215,7 +222,5 @@ def _compensation(steps: Sequence[StepState], pivot: int) -> Assessment:
             if any(x.undo is not None for x in steps)
             else OperationState.NEEDS_COMPENSATION
         )
-        return Assessment(state, Next.UNDO, i, f"{steps[failed].name} failed: undo {s.name}")
-    return Assessment(
-        OperationState.COMPENSATED, Next.STOP, reason=f"{steps[failed].name} failed; undone"
-    )
+        return Assessment(state, Next.UNDO, i, f"{why}: undo {s.name}")
+    return Assessment(OperationState.COMPENSATED, Next.STOP, reason=f"{why}; undone")

@@ -186,6 +186,19 @@ def build_receipt(
         )
     if undone:
         lines.append("Undone: " + ", ".join(s.name for s in undone) + ".")
+    # An undo the provider refused (proven not done): what it should have
+    # undone still stands — the escalation a reviewer acts on.
+    not_undone = [
+        s.name for s in steps if s.undo_record is not None and s.undo_record.status is Status.FAILED
+    ]
+    if not_undone:
+        lines.append(
+            "Not undone: "
+            + ", ".join(not_undone)
+            + f" ({'its undo was' if len(not_undone) == 1 else 'their undos were'} refused: "
+            + f"{'it still stands' if len(not_undone) == 1 else 'they still stand'}). "
+            + "A reviewer decides."
+        )
     not_done = [s.name for s in steps if s not in done and s.role is not Role.RETRIABLE]
     if state in (OperationState.COMPENSATED, OperationState.ABANDONED) and not_done:
         lines.append("Did not happen: " + ", ".join(not_done) + ".")
@@ -200,7 +213,7 @@ def build_receipt(
             + ", ".join(uncertain)
             + ". A reviewer decides; nothing is retried blindly."
         )
-    elif state is OperationState.NEEDS_REVIEW:
+    elif state is OperationState.NEEDS_REVIEW and not not_undone:
         lines.append("Still uncertain: see the steps in review.")
     data: dict[str, Any] = {
         "operation_id": operation_id,
@@ -212,6 +225,7 @@ def build_receipt(
         "steps": [_step_json(s) for s in steps],
         "notification": notification,
         "uncertain": uncertain,
+        "not_undone": not_undone,
     }
     return Receipt(operation_id, state, "\n".join(lines), data)
 

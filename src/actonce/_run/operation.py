@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 from .._rules.errors import UsageError
 from .._rules.intents import IntentRef, IntentStatus
-from .._rules.model import EffectRecord, Event, Outcome, RunResult
+from .._rules.model import EffectRecord, Event, Outcome, RunResult, Status
 from .._rules.operations import Assessment, Next, OperationState, Role, StepState, assess
 from .._rules.receipts import Receipt, StepView, build_receipt
 from .._store.records import IntentRow
@@ -43,6 +43,10 @@ Gen = Generator[Op, Any, T]
 
 #: Outcomes after which a pass goes on to the next move.
 _SETTLED = frozenset({Outcome.COMPLETED, Outcome.SKIPPED, Outcome.FAILED})
+#: Step statuses a pass looks at again before it decides (verification first).
+_IN_FLIGHT = frozenset({Status.CLAIMED, Status.EXECUTING, Status.UNKNOWN})
+#: How many refreshed packets a receipt follows from the one an operation names.
+_MAX_REPLACEMENTS = 20
 #: States a receipt is written for.
 _RECEIPTED = frozenset(
     {
@@ -164,6 +168,26 @@ class PacketRead(StoreOp):
     packet_id: str
 
 
+def _same_definition(recorded: str, spec: str) -> bool:
+    """Whether two definitions name the same steps for the same intent version.
+
+    The approval packet is not part of it: the refresh before a commit may
+    replace the packet (a price moved within reach of a new approval), and the
+    refreshed packet authorizes the same steps (seed 004's stale price).
+    """
+    if recorded == spec:
+        return True
+    try:
+        old, new = json.loads(recorded), json.loads(spec)
+    except ValueError:
+        return False
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    old.pop("approval", None)
+    new.pop("approval", None)
+    return bool(old == new)
+
+
 def _records(op: OperationPlan) -> Gen[list[tuple[EffectRecord | None, EffectRecord | None]]]:
     out = []
     for step in op.steps:
@@ -199,7 +223,7 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
     if define:
         tick: Tick = yield NOW
         recorded: str = yield OperationPut(op.op_id, op.intent, op.spec(), tick.now, op.run_id)
-        if recorded != op.spec():
+        if not _same_definition(recorded, op.spec()):
             raise UsageError(
                 f"operation {op.op_id!r} was defined with other steps or keys; "
                 "an operation's steps never change (make a new one for a new intent version)"
@@ -207,6 +231,24 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
     runs: list[tuple[str, RunResult]] = []
     records = yield from _records(op)
     states = _states(op, records)
+    # Steps in flight first. An unknown step, or one claimed or executing
+    # (perhaps by a worker that died after its submit), is looked at again
+    # through the effect protocol: it verifies first, records what it finds,
+    # and never performs what another owner may have performed (the decision
+    # table's busy, orphaned and unknown rows). Without this a replacement
+    # would wait on a dead owner's step forever, and an unknown step would
+    # stay unknown although its provider can now say what happened.
+    for i, step in enumerate(op.steps):
+        record, undo = records[i]
+        if record is not None and record.status in _IN_FLIGHT:
+            result: RunResult = yield RunEffect(step.plan, step.fns)
+            runs.append((f"reconcile {step.name}", result))
+            states[i] = replace(states[i], status=result.status, attempts=result.attempt)
+        if undo is not None and undo.status in _IN_FLIGHT:
+            assert step.undo_plan is not None and step.undo_fns is not None
+            result = yield RunEffect(step.undo_plan, step.undo_fns)
+            runs.append((f"reconcile undo {step.name}", result))
+            states[i] = replace(states[i], undo=result.status)
     for _ in range(4 * len(op.steps) + 4):
         a = assess(states)
         if a.next not in (Next.RUN, Next.UNDO):
@@ -214,7 +256,7 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
         assert a.index is not None
         step = op.steps[a.index]
         if a.next is Next.RUN:
-            result: RunResult = yield RunEffect(step.plan, step.fns)
+            result = yield RunEffect(step.plan, step.fns)
             runs.append((step.name, result))
             states[a.index] = replace(states[a.index], status=result.status,
                                       attempts=result.attempt)  # fmt: skip
@@ -288,6 +330,15 @@ def receipt_of(
     approval = None
     if op.approval is not None:
         found = yield PacketRead(op.approval)
+        # A refreshed packet replaces the one the operation names: the receipt
+        # shows the newest of the chain, the one that could authorize the commit.
+        for _ in range(_MAX_REPLACEMENTS):
+            if found is None or found[0].replaced_by is None:
+                break
+            newer = yield PacketRead(found[0].replaced_by)
+            if newer is None:
+                break
+            found = newer
         if found is not None:
             approval = found[0].as_json()
     tick: Tick = yield NOW

@@ -23,6 +23,19 @@ whose connection died without an answer cannot happen (issue 15)::
 
 from __future__ import annotations
 
+from ._booking import (
+    BookEffect,
+    HoldEffect,
+    NotifyEffect,
+    PayEffect,
+    ProviderBusy,
+    ProviderRefused,
+    ReleaseHoldEffect,
+    SignedOut,
+    Trip,
+    VoidPaymentEffect,
+)
+from ._booking_steps import BOOKING_POLICY, booking_operation, booking_steps, money_of
 from ._discovery import DEFAULT_ARGS, chromium_version, find_chromium
 from ._effects import InvoiceEffect, Media, PostEffect, ToggleEffect, follow, like
 from ._errors import (
@@ -44,36 +57,50 @@ from ._sync import Browser, BrowserSession, Effect
 from ._threads import ThreadPart, next_thread_part
 
 __all__ = [
+    "BOOKING_POLICY",
     "DEFAULT_ARGS",
     "AsyncBrowser",
     "AsyncBrowserSession",
     "AsyncEffect",
+    "BookEffect",
     "Browser",
     "BrowserError",
     "BrowserNotFound",
     "BrowserSession",
     "Effect",
+    "HoldEffect",
     "InvoiceEffect",
     "Media",
     "NotPerformed",
+    "NotifyEffect",
     "Obtained",
     "OutcomeUnknown",
     "PageUnavailable",
+    "PayEffect",
     "PostEffect",
+    "ProviderBusy",
+    "ProviderRefused",
     "RateLimited",
     "ReadBackMismatch",
+    "ReleaseHoldEffect",
     "Screens",
+    "SignedOut",
     "SiteEffect",
     "StoppedAfterClick",
     "StoppedBeforeClick",
     "ThreadPart",
     "ToggleEffect",
+    "Trip",
+    "VoidPaymentEffect",
     "as_effect",
+    "booking_operation",
+    "booking_steps",
     "chromium_version",
     "ensure_chromium",
     "find_chromium",
     "follow",
     "like",
+    "money_of",
     "next_thread_part",
     "normalize",
     "normalize_text",

@@ -72,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=True,
         help="without a Chromium, install one: Playwright's download, else apt-get as root (on)",
     )
+    parser.add_argument("--scenario", choices=("posts", "booking", "all"), default="posts",
+                        help="posts and invoices (default), booking (hold, pay, book, notify "
+                        "with approvals; see docs/booking.md), or all")
     args = parser.parse_args(argv)
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
@@ -92,12 +95,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if chromium.how == "found":
         progress(f"using {chromium.version or 'Chromium'} at {chromium.path}")
-    try:
-        report = run_demo(cfg, progress)
-    except ActOnceError as exc:
-        print(f"actonce demo: error: {exc}", file=sys.stderr)
-        return 1
-    _print_report(report)
+    failed = False
+    out: dict[str, Any] = {}
+    if args.scenario in ("posts", "all"):
+        try:
+            report = run_demo(cfg, progress)
+        except ActOnceError as exc:
+            print(f"actonce demo: error: {exc}", file=sys.stderr)
+            return 1
+        _print_report(report)
+        out = report.to_json()
+        failed = bool(report.duplicates)
+    if args.scenario in ("booking", "all"):
+        booking = _booking(args)
+        failed = failed or bool(booking["failed"])
+        out = booking if args.scenario == "booking" else {**out, "booking": booking}
     if args.json:
-        print(json.dumps(report.to_json(), sort_keys=True))
-    return 1 if report.duplicates else 0
+        print(json.dumps(out, sort_keys=True))
+    return 1 if failed else 0
+
+
+def _booking(args: argparse.Namespace) -> dict[str, Any]:
+    """``--scenario booking`` (see ``actonce.demo._booking``): its report, printed."""
+    from pathlib import Path
+
+    from ._booking import clean, print_report, run_booking
+
+    workdir = Path(args.workdir) / "booking" if args.workdir else None
+    report = run_booking(workdir=workdir, seed=args.seed,
+                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+    print_report(report)
+    report["failed"] = not clean(report)
+    return report

@@ -110,6 +110,16 @@ def _str(fields: dict[str, Any], name: str) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _form_key(fields: dict[str, Any]) -> str | None:
+    """The provider key a page form carries (``idempotency_key``), if any.
+
+    A form page opened with ``?idempotency_key=K`` puts K in a hidden field,
+    and its post is then deduplicated like an API call with
+    ``Idempotency-Key: K``; a form without one behaves as a naive site does.
+    """
+    return _str(fields, "idempotency_key")[:200] or None
+
+
 class BookingWorld:
     """The booking provider: its database, clock, pages and API routes.
 
@@ -361,6 +371,7 @@ class BookingWorld:
                 date=date,
                 nights=nights,
                 offers=self._offers(date, nights),
+                idempotency_key=_form_key(ctx.fields),
             ),
         )
 
@@ -369,7 +380,7 @@ class BookingWorld:
         if isinstance(ctx, Response):
             return ctx
         try:
-            made = self._create_hold(ctx, ctx.fields, None)
+            made = self._create_hold(ctx, ctx.fields, _form_key(ctx.fields))
         except Refused as exc:
             return self._refused(ctx, exc, back="/book")
         return await self.sandbox._finish(ctx, RedirectResponse(f"/book/holds/{made.id}", 303))
@@ -407,7 +418,14 @@ class BookingWorld:
     def _pay_form(
         self, ctx: _Ctx, hold: Hold, status: int = 200, refused: Refused | None = None
     ) -> Response:
-        return self._page(ctx, "booking_pay.html", status, hold=hold, refused=refused)
+        return self._page(
+            ctx,
+            "booking_pay.html",
+            status,
+            hold=hold,
+            refused=refused,
+            idempotency_key=_form_key(ctx.fields),
+        )
 
     async def pay_page(self, request: Request) -> Response:
         ctx = await self._begin(request, "view.booking.pay")
@@ -424,7 +442,7 @@ class BookingWorld:
             return ctx
         hold_id = int(request.path_params["hold_id"])
         try:
-            made = self._authorize(ctx, hold_id, ctx.fields, None)
+            made = self._authorize(ctx, hold_id, ctx.fields, _form_key(ctx.fields))
         except Refused as exc:
             hold = self._user_hold(ctx.user, hold_id)
             if hold is None:
@@ -448,6 +466,7 @@ class BookingWorld:
                 payment=payment,
                 hold=self.db.hold(payment.hold_id),
                 bookings=[b for b in self.db.bookings(ctx.user) if b.payment_id == payment.id],
+                idempotency_key=_form_key(ctx.fields),
             ),
         )
 
@@ -478,7 +497,7 @@ class BookingWorld:
         if isinstance(ctx, Response):
             return ctx
         try:
-            made = self._book(ctx, ctx.fields, None)
+            made = self._book(ctx, ctx.fields, _form_key(ctx.fields))
         except Refused as exc:
             links = {"mine": "/book/mine"}
             if exc.details.get("payment_id"):

@@ -43,6 +43,26 @@ def test_lease_renew_and_release_are_fenced_by_token(store: Any) -> None:
     assert again.acquired and again.record.token == 3
 
 
+def test_a_stale_token_of_the_same_owner_is_fenced_out(store: Any) -> None:
+    """An owner name is not an identity: a worker restarted under the same name takes
+    the lease again with a new token, and the old incarnation's heartbeat (the old
+    token) must be refused — the token fences, not the name."""
+    clock = FrozenClock(T0)
+    old = Lease(store, "nightly", owner="worker-1", ttl=10, clock=clock)
+    assert old.acquire() and old.token == 1
+    clock.advance(11)  # the first incarnation stalls past its lease
+    new = Lease(store, "nightly", owner="worker-1", ttl=10, clock=clock)
+    assert new.acquire() and new.token == 2
+    renewed = store.lease_renew("nightly", 1, "worker-1", T0 + 12, T0 + 40)
+    assert renewed is None, f"a stale token renewed the lease: {renewed}"
+    with pytest.raises(LeaseLost):
+        old.heartbeat()
+    assert store.lease_release("nightly", 1, "worker-1", T0 + 12) is False
+    held = store.lease_get("nightly")
+    assert held.token == 2 and held.expires_at == T0 + 21
+    assert new.heartbeat().token == 2
+
+
 def test_lease_race_between_threads_has_one_winner(store: Any) -> None:
     n = 10
     barrier = threading.Barrier(n)

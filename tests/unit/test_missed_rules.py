@@ -1,0 +1,200 @@
+"""Protocol rules that a planted bug once broke while the suite stayed green (issue 7).
+
+Each test names the rule; ``tests/mutants/plants.py`` names the bug it
+catches. They run on memory and on a SQLite file, sync and async, with a
+frozen clock: nothing here waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actonce import (
+    Absent,
+    AsyncLedger,
+    Confirmed,
+    Effect,
+    Ledger,
+    NotPerformed,
+    Outcome,
+    PayloadMismatch,
+    Policy,
+    Registry,
+    SQLiteStore,
+    Status,
+    Store,
+)
+from actonce.testing import FrozenClock
+
+#: Authoritative absence, a settle window far shorter than the lease.
+POLICY = Policy(settle_seconds=5.0, absence_authoritative=True, verify_attempts=1)
+
+
+class World:
+    """The outside world: the results that exist, and who looked for them."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+        self.looks: list[str] = []
+
+    def verify(self, ref: str, who: str = "run") -> Any:
+        self.looks.append(who)
+        return Confirmed(ref) if ref in self.made else Absent()
+
+    def record_verifier(self, record: Any) -> Any:
+        return self.verify(record.data["ref"], "reconcile")
+
+
+def effect(world: World, ref: str, *, perform: Any = None, **payload: Any) -> Effect:
+    return Effect(
+        key=f"missed:{ref}",
+        kind="missed",
+        payload={"ref": ref, **payload},
+        perform=perform or (lambda: world.made.append(ref)),
+        verify=lambda: world.verify(ref),
+        policy=POLICY,
+    )
+
+
+def registry(world: World) -> Registry:
+    reg = Registry()
+    reg.register("missed", world.record_verifier, policy=POLICY)
+    return reg
+
+
+@pytest.fixture(params=["sync", "async"])
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def run(driver: str, store: Store, clock: FrozenClock, what: Any, reg: Registry) -> Any:
+    """``Ledger(...).run(effect)`` or ``.reconcile()`` (``what=None``), sync or async."""
+    if driver == "sync":
+        ledger = Ledger(store, clock=clock, registry=reg)
+        return ledger.run(what) if what is not None else ledger.reconcile()
+
+    async def go() -> Any:
+        aledger = AsyncLedger(store, clock=clock, registry=reg)
+        return await (aledger.run(what) if what is not None else aledger.reconcile())
+
+    return asyncio.run(go())
+
+
+# --- reconcile leaves a live lease alone ----------------------------------------------------
+
+
+def test_reconcile_leaves_an_effect_whose_lease_is_live_alone(
+    store: Store, clock: FrozenClock
+) -> None:
+    """Another worker's reconcile, run while the owner performs, neither looks nor writes."""
+    world = World()
+    reports: list[Any] = []
+    ref = "live-1"
+
+    def perform() -> None:
+        # The owner is mid-perform: its executing mark is written, its lease live.
+        before = store.get(f"missed:{ref}")
+        reports.append(Ledger(store, clock=clock, registry=registry(world)).reconcile())
+        assert store.get(f"missed:{ref}") == before, "reconcile wrote to a live effect"
+        world.made.append(ref)
+
+    result = Ledger(store, clock=clock, registry=registry(world)).run(
+        effect(world, ref, perform=perform)
+    )
+    [report] = reports
+    assert "reconcile" not in world.looks and report.results == (), (
+        f"reconcile looked at an effect whose owner is still performing: {report.results}"
+    )
+    assert report.live == 1
+    assert result.outcome is Outcome.COMPLETED and world.made == [ref]
+
+
+# --- a payload mismatch is checked against every record, a failed one too -------------------
+
+
+def test_a_failed_record_still_refuses_another_payload(
+    store: Store, clock: FrozenClock, driver: str
+) -> None:
+    world = World()
+    reg = registry(world)
+
+    def decline() -> None:
+        raise NotPerformed("the form never opened")
+
+    first = run(driver, store, clock, effect(world, "pay-1", perform=decline, amount=10), reg)
+    assert first.status is Status.FAILED  # re-openable: the key may be claimed again
+    other = effect(world, "pay-1", amount=11)  # the same key, another payload
+    with pytest.raises(PayloadMismatch):
+        run(driver, store, clock, other, reg)
+    assert world.made == []
+    record = store.get("missed:pay-1")
+    assert record is not None and record.status is Status.FAILED
+    assert record.data["amount"] == 10
+
+
+# --- declared secret names match at any depth ---------------------------------------------
+
+
+def test_a_declared_plain_name_is_secret_at_any_depth(
+    tmp_path: Path, clock: FrozenClock, driver: str
+) -> None:
+    path = tmp_path / "declared.db"
+    store = SQLiteStore(str(path), create=True)
+    world = World()
+    payload = {
+        # "iban" is no secret name of actonce's own: only the declaration makes it one.
+        "payer": {"iban": "PLAINTEXT-IBAN-NESTED"},
+        "steps": [{"form": {"iban": "PLAINTEXT-IBAN-LIST"}}],
+    }
+    base = effect(world, "secret-1", **payload)
+    declared = Effect(
+        key=base.key,
+        kind=base.kind,
+        payload=base.payload,
+        perform=base.perform,
+        verify=base.verify,
+        policy=POLICY,
+        secret_fields=("iban",),
+    )
+    assert run(driver, store, clock, declared, registry(world)).outcome is Outcome.COMPLETED
+    record = store.get("missed:secret-1")
+    store.close()
+    assert record is not None
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith(path.name))
+    for where in ("NESTED", "LIST"):
+        needle = f"PLAINTEXT-IBAN-{where}"
+        assert needle not in record.payload and needle.encode() not in raw, (
+            f"the declared secret 'iban' was stored in clear ({where.lower()})"
+        )
+
+
+# --- the owner gives its lease back with its verdict -----------------------------------------
+
+
+def test_an_owner_gives_its_lease_back_with_its_verdict(
+    store: Store, clock: FrozenClock, driver: str
+) -> None:
+    """Its request lost, the owner records ``unknown``; reconcile may then settle it as
+    soon as the settle window after the perform has passed, not only once the lease
+    (60 s) would have run out."""
+    world = World()
+    reg = registry(world)
+    lost = effect(world, "lost-1", perform=lambda: None)  # the request never arrived
+    first = run(driver, store, clock, lost, reg)
+    record = store.get("missed:lost-1")
+    assert record is not None and record.status is Status.UNKNOWN, first
+    assert record.lease_expires_at <= clock.now(), (
+        f"the owner kept its lease: it ends {record.lease_expires_at - clock.now():.0f}s "
+        "after its verdict"
+    )
+    clock.advance(POLICY.settle_seconds + 1)  # the window has passed; the lease would not have
+    report = run(driver, store, clock, None, reg)
+    settled = store.get("missed:lost-1")
+    assert settled is not None and settled.status is Status.FAILED, (
+        f"the owner kept its lease: reconcile left it {settled and settled.status}, {report}"
+    )
+    assert world.made == []

@@ -145,3 +145,44 @@ def test_identity_marker_missing_names_the_selector(new_session: SessionFactory)
         session.preflight()
     assert "0 elements match '#user-menu .name'" in info.value.reason
     assert "Screens(whoami=..." in info.value.reason
+
+
+def test_a_lease_lost_after_the_preflight_stops_before_the_click(
+    new_session: SessionFactory, base: str
+) -> None:
+    """The lease is held when the preflight asks and lost while the form is read back:
+    the check right before the click stops it, nothing is sent."""
+    asked: list[bool] = []
+
+    def lease_ok() -> bool:
+        asked.append(not asked)  # held the first time only
+        return asked[-1]
+
+    session = new_session("alice", lease_ok=lease_ok)
+    with pytest.raises(HardStop, match="no longer holds its lease"):
+        session.post_effect("Hello").perform()
+    assert asked == [True, False]  # the preflight's check, then the one before the click
+    assert creates(base) == []
+
+
+_NO_IDENTITY = """document.addEventListener('DOMContentLoaded', () => {
+  document.querySelectorAll('[data-testid="whoami"]').forEach((e) => e.remove());
+});"""
+
+
+async def _hide_identity(s: AsyncBrowserSession) -> None:
+    await s.page.context.add_init_script(_NO_IDENTITY)
+
+
+def test_a_signed_out_page_without_a_login_wall_is_a_hard_stop(
+    new_session: SessionFactory, base: str
+) -> None:
+    """A page that shows nobody signed in (no marker at all, and no login form) is
+    not a page to act on: the preflight stops, nothing is clicked."""
+    session = new_session("alice", login=False)
+    session.run(_hide_identity)
+    with pytest.raises(HardStop, match="not shown exactly once: 0 elements"):
+        session.goto("/")
+    with pytest.raises(HardStop, match="not shown exactly once: 0 elements"):
+        session.preflight()
+    assert creates(base) == []

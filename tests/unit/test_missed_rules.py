@@ -198,3 +198,36 @@ def test_an_owner_gives_its_lease_back_with_its_verdict(
         f"the owner kept its lease: reconcile left it {settled and settled.status}, {report}"
     )
     assert world.made == []
+
+
+# --- an owner overtaken during its perform makes the status more cautious, never settles it ----
+
+
+@pytest.mark.parametrize("seen", ["visible", "not yet visible"])
+def test_an_owner_overtaken_during_its_perform_sends_the_effect_to_review(
+    store: Store, clock: FrozenClock, seen: str
+) -> None:
+    """The perform outlasts lease + settle; meanwhile reconcile proves absence and marks
+    the effect failed (re-openable). The request then lands. The owner must not report
+    failed or replan: it appends why and moves the effect to needs_review."""
+    world = World()
+    ref = f"overtaken-{seen.replace(' ', '-')}"
+    reg = registry(world)
+    marks: list[Any] = []
+
+    def slow_perform() -> None:
+        clock.advance(POLICY.lease_seconds + POLICY.settle_seconds + 1)
+        marks.append(Ledger(store, clock=clock, registry=reg).reconcile())
+        if seen == "visible":
+            world.made.append(ref)
+
+    result = Ledger(store, clock=clock, registry=reg).run(effect(world, ref, perform=slow_perform))
+    [report] = marks
+    assert [r.status for r in report.results] == [Status.FAILED]  # reconcile overtook it
+    assert result.performed
+    assert result.outcome is Outcome.NEEDS_REVIEW, result
+    assert "replan" not in (result.reason or "")
+    record = store.get(f"missed:{ref}")
+    assert record is not None and record.status is Status.NEEDS_REVIEW
+    alarm = [e for e in store.events(f"missed:{ref}") if "alarm" in (e.data or {})]
+    assert len(alarm) == 1 and alarm[0].data["alarm"]["attempt"] == 1

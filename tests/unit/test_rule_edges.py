@@ -1,0 +1,285 @@
+"""Edges of the rules and the protocol that mutation testing found unpinned (issue 7).
+
+Each test pins one behaviour a surviving mutant changed without any fast
+test noticing: a keyword argument the classification forgot, a reason a
+run reports, a reconcile that must never claim. See docs/testing.md,
+"Mutation testing".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actonce import (
+    Absent,
+    Confirmed,
+    Effect,
+    EventType,
+    HardStop,
+    Ledger,
+    Outcome,
+    Policy,
+    Registry,
+    SQLiteStore,
+    Status,
+    Store,
+    Unavailable,
+)
+from actonce._rules.decision import Situation, situation_of
+from actonce._rules.keys import is_name
+from actonce._rules.lifecycle import By, is_durable
+from actonce._rules.model import EffectRecord
+from actonce._run.effect import needs_reconcile
+from actonce.testing import FrozenClock, SimulatedCrash, crash_at
+
+NOW = 1000.0
+POLICY = Policy(settle_seconds=5.0, absence_authoritative=True, verify_attempts=1)
+
+
+def record(status: Status, *, fence: int = 3, lease: float = NOW + 10) -> EffectRecord:
+    return EffectRecord(
+        key="k",
+        kind="edge",
+        status=status,
+        fence=fence,
+        owner="w",
+        lease_expires_at=lease,
+        payload="{}",
+        payload_hash="h",
+        executing_at=NOW - 1 if status is not Status.CLAIMED else None,
+    )
+
+
+# --- pure rules ------------------------------------------------------------------------------
+
+
+def test_situation_of_passes_declined_and_performed_on() -> None:
+    mine = record(Status.EXECUTING)
+    assert situation_of(mine, now=NOW, my_fence=3) is Situation.PERFORMED
+    assert situation_of(mine, now=NOW, my_fence=3, declined=True) is Situation.DECLINED
+    overtaken = record(Status.EXECUTING, fence=4)
+    assert situation_of(overtaken, now=NOW, my_fence=3) is Situation.BUSY
+    assert situation_of(overtaken, now=NOW, my_fence=3, performed=True) is Situation.OVERTAKEN
+
+
+def test_needs_reconcile_trusts_the_clock_unless_told_not_to() -> None:
+    orphan = record(Status.EXECUTING, lease=NOW - 1)
+    assert needs_reconcile(orphan, NOW)  # the default: a trusted clock
+    assert not needs_reconcile(orphan, NOW, trusted=False)  # stepped: the lease counts as live
+    assert not needs_reconcile(record(Status.EXECUTING), NOW)  # live lease
+    assert needs_reconcile(record(Status.UNKNOWN), NOW)
+
+
+@pytest.mark.parametrize(
+    ("to", "by", "durable"),
+    [
+        (Status.EXECUTING, By.OWNER, True),  # the mark before a perform is fsynced
+        (Status.CONFIRMED, By.OWNER, False),
+        (Status.FAILED, By.VERIFIER, False),
+        (Status.CONFIRMED, By.HUMAN, True),  # a reviewer's decision is fsynced
+        (Status.ABANDONED, By.HUMAN, True),
+    ],
+)
+def test_which_writes_are_durable(to: Status, by: By, durable: bool) -> None:
+    assert is_durable(to, by) is durable
+
+
+def test_is_name_says_whether_a_name_could_be_stored() -> None:
+    assert is_name("invoice-42")
+    assert not is_name("a\x00b")
+    assert not is_name("\ud800")
+    assert not is_name(42)
+
+
+# --- protocol: the reasons a run reports -----------------------------------------------------
+
+
+class World:
+    def __init__(self) -> None:
+        self.made: list[str] = []
+        self.stop: str | None = None
+        self.down: str | None = None
+
+    def verify(self, ref: str) -> Any:
+        if self.stop is not None:
+            raise HardStop(self.stop)
+        if self.down is not None:
+            return Unavailable(self.down)
+        return Confirmed(ref) if ref in self.made else Absent()
+
+
+def edge(world: World, ref: str, **kw: Any) -> Effect:
+    return Effect(
+        key=f"edge:{ref}",
+        kind="edge",
+        payload={"ref": ref},
+        perform=kw.pop("perform", lambda: world.made.append(ref)),
+        verify=lambda: world.verify(ref),
+        policy=kw.pop("policy", POLICY),
+        **kw,
+    )
+
+
+def ledger(store: Store, clock: FrozenClock, world: World) -> Ledger:
+    reg = Registry()
+    reg.register("edge", lambda r: world.verify(r.data["ref"]), policy=POLICY)
+    return Ledger(store, clock=clock, registry=reg)
+
+
+def test_a_skip_of_a_confirmed_effect_gives_no_reason(store: Store, clock: FrozenClock) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    assert lg.run(edge(world, "a")).outcome is Outcome.COMPLETED
+    again = lg.run(edge(world, "a"))
+    assert again.outcome is Outcome.SKIPPED and again.reason is None
+
+
+def test_a_held_effect_reports_the_records_reason(store: Store, clock: FrozenClock) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    world.made += ["dup", "dup"]  # two results: a duplicate, sent to review
+    world_verify = world.verify
+    world.verify = lambda ref: Confirmed(ref, count=2, refs=(ref, ref))  # type: ignore[method-assign]
+    first = lg.run(edge(world, "dup"))
+    assert first.outcome is Outcome.NEEDS_REVIEW
+    world.verify = world_verify  # type: ignore[method-assign]
+    held = lg.run(edge(world, "dup"))
+    stored = store.get("edge:dup")
+    assert stored is not None and stored.status is Status.NEEDS_REVIEW
+    # Found before any claim, the duplicate carries no reason of its own.
+    assert stored.reason is None
+    assert held.outcome is Outcome.NEEDS_REVIEW and held.reason == "outcome unresolved"
+    assert held.status is Status.NEEDS_REVIEW
+
+
+def test_a_hard_stop_seen_before_the_claim_is_recorded_and_claims_nothing(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    lg.run(edge(world, "first"))  # an unrelated record, so the store is not empty
+    world.stop = "login wall is visible"
+    result = lg.run(edge(world, "stop"))
+    assert result.outcome is Outcome.HARD_STOP
+    assert result.reason == "hard stop: login wall is visible"
+    assert result.status is None and store.get("edge:stop") is None  # nothing claimed
+    assert world.made == ["first"]
+
+
+def test_a_hard_stop_seen_after_the_claim_releases_it(store: Store, clock: FrozenClock) -> None:
+    """The verification between the claim and the mark sees a login wall: the run's
+    own claim is released (failed, re-claimable) and nothing is performed."""
+    world = World()
+    lg = ledger(store, clock, world)
+    looks: list[int] = []
+
+    def verify(ref: str) -> Any:
+        looks.append(1)
+        if len(looks) == 2:  # the look right after the claim
+            raise HardStop("CAPTCHA is visible")
+        return Absent()
+
+    world.verify = verify  # type: ignore[method-assign]
+    result = lg.run(edge(world, "after-claim"))
+    assert result.outcome is Outcome.HARD_STOP
+    assert result.reason == "hard stop: CAPTCHA is visible"
+    stored = store.get("edge:after-claim")
+    assert stored is not None and stored.status is Status.FAILED and result.status is Status.FAILED
+    assert stored.reason is not None and "released: nothing was performed" in stored.reason
+    assert world.made == []
+
+
+def test_a_hard_stop_on_someone_elses_record_is_only_noted(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
+        lg.run(edge(world, "theirs"))
+    clock.advance(POLICY.lease_seconds + 1)  # their claim went stale
+    world.stop = "restricted account"
+    result = lg.run(edge(world, "theirs"))
+    assert result.outcome is Outcome.HARD_STOP and result.status is Status.CLAIMED
+    [note] = [e for e in store.events("edge:theirs") if e.type is EventType.HARD_STOP]
+    assert note.message == "seen by verification: restricted account"
+    stored = store.get("edge:theirs")
+    assert stored is not None and stored.status is Status.CLAIMED and stored.fence == 1
+
+
+def test_the_reasons_a_run_defers(store: Store, clock: FrozenClock) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    world.down = "HTTP 503"
+    down = lg.run(edge(world, "down"))
+    assert down.outcome is Outcome.DEFERRED
+    assert down.reason == "verification unavailable: HTTP 503"
+    notes = [e for e in store.events("edge:down") if e.type is EventType.VERIFICATION_UNAVAILABLE]
+    assert [e.message for e in notes] == ["HTTP 503"]
+    world.down = None
+
+    def perform() -> None:
+        # While this owner performs, another run finds the effect busy.
+        busy.append(ledger(store, clock, world).run(edge(world, "busy")))
+        world.made.append("busy")
+
+    busy: list[Any] = []
+    lg.run(edge(world, "busy", perform=perform))
+    [other] = busy
+    assert other.outcome is Outcome.DEFERRED
+    assert other.reason == "another worker owns this effect"
+
+
+# --- reconcile -------------------------------------------------------------------------------
+
+
+def test_reconcile_releases_a_stale_claim_and_never_claims(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
+        lg.run(edge(world, "stale"))
+    clock.advance(POLICY.lease_seconds + 1)
+    report = lg.reconcile()
+    [result] = report.results
+    assert result.outcome is Outcome.FAILED and result.status is Status.FAILED
+    stored = store.get("edge:stale")
+    assert stored is not None and stored.status is Status.FAILED and stored.fence == 1
+    assert world.made == []
+
+
+def test_a_clock_step_during_a_reconcile_pass_leaves_the_rest_alone(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """The verifier of the first orphan steps the ledger clock: the next orphans,
+    triaged before the step, are left alone, with the reason."""
+    store = SQLiteStore(str(tmp_path / "step.db"), create=True)
+    world = World()
+    lg = ledger(store, clock, world)
+    for ref in ("o1", "o2"):
+        with pytest.raises(SimulatedCrash), crash_at("after_mark_executing"):
+            lg.run(edge(world, ref))
+    clock.advance(POLICY.lease_seconds + POLICY.settle_seconds + 1)
+    stepped: list[str] = []
+
+    def verify(r: EffectRecord) -> Any:
+        if not stepped:
+            stepped.append(r.key)
+            clock.step(-3600)  # NTP steps the ledger's clock back an hour
+        return Absent()
+
+    reg = Registry()
+    reg.register("edge", verify, policy=POLICY)
+    report = Ledger(store, clock=clock, registry=reg).reconcile()
+    by_key = {r.key: r for r in report.results}
+    [other] = [k for k in ("edge:o1", "edge:o2") if k not in stepped]
+    left = by_key[other]
+    assert left.outcome is Outcome.DEFERRED
+    assert left.reason == "the ledger clock stepped; left alone"
+    assert left.status is Status.EXECUTING and left.key == other
+    stored = store.get(other)
+    assert stored is not None and stored.status is Status.EXECUTING
+    store.close()

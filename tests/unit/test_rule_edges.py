@@ -8,6 +8,7 @@ run reports, a reconcile that must never claim. See docs/testing.md,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -283,3 +284,72 @@ def test_a_clock_step_during_a_reconcile_pass_leaves_the_rest_alone(
     stored = store.get(other)
     assert stored is not None and stored.status is Status.EXECUTING
     store.close()
+
+
+# --- what a move stores: its reason, the perform's facts, a duplicate's count ----------------
+
+
+def test_a_move_stores_its_reason_and_the_facts_of_the_perform(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    lost = edge(world, "lost", perform=lambda: {"sent": 1})  # the request never arrived
+    result = lg.run(lost)
+    stored = store.get("edge:lost")
+    assert stored is not None and stored.status is Status.UNKNOWN
+    assert stored.reason == result.reason == "outcome not proven yet"
+    [moved] = [e for e in store.events("edge:lost") if e.type is EventType.UNKNOWN]
+    assert moved.message == "outcome not proven yet"
+    assert moved.from_status is Status.EXECUTING and moved.to_status is Status.UNKNOWN
+    perform = moved.data["perform"]
+    assert perform["seconds"] == 0.0 and perform["details"] == {"sent": 1}
+
+
+def _two(ref: str) -> Any:
+    return Confirmed(f"{ref}/1", count=2, refs=(f"{ref}/1", f"{ref}/2"))
+
+
+def test_a_duplicate_found_before_any_claim_is_recorded_with_its_count_and_refs(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    effect = edge(world, "twice")
+    dup = replace(effect, verify=lambda: _two("twice"))
+    result = lg.run(dup)
+    assert result.outcome is Outcome.NEEDS_REVIEW and not result.performed
+    assert result.reason == "duplicate detected: 2 matching results (twice/1, twice/2)"
+    stored = store.get("edge:twice")
+    assert stored is not None
+    assert (stored.status, stored.fence, stored.matches, stored.result_ref) == (
+        Status.NEEDS_REVIEW,
+        1,
+        2,
+        "twice/1",
+    )
+    [event] = store.events("edge:twice")
+    assert event.type is EventType.NEEDS_REVIEW and event.from_status is None
+    assert event.message == result.reason
+    assert event.data["duplicate"] == {"count": 2, "refs": ["twice/1", "twice/2"]}
+    assert world.made == []
+
+
+def test_a_duplicate_found_after_the_perform_goes_to_review_with_its_count(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    made: list[int] = []
+    effect = edge(world, "resent", perform=lambda: made.append(1))
+    dup = replace(effect, verify=lambda: _two("resent") if made else Absent())
+    result = lg.run(dup)
+    assert result.outcome is Outcome.NEEDS_REVIEW and result.performed
+    stored = store.get("edge:resent")
+    assert stored is not None and stored.status is Status.NEEDS_REVIEW
+    assert stored.matches == 2 and stored.result_ref == "resent/1"
+    assert stored.reason == "duplicate detected: 2 matching results (resent/1, resent/2)"
+    [event] = [e for e in store.events("edge:resent") if e.type is EventType.NEEDS_REVIEW]
+    assert event.from_status is Status.EXECUTING
+    assert event.data["duplicate"] == {"count": 2, "refs": ["resent/1", "resent/2"]}
+    assert "seconds" in event.data["perform"]

@@ -319,6 +319,7 @@ def test_a_duplicate_found_before_any_claim_is_recorded_with_its_count_and_refs(
     dup = replace(effect, verify=lambda: _two("twice"))
     result = lg.run(dup)
     assert result.outcome is Outcome.NEEDS_REVIEW and not result.performed
+    assert result.status is Status.NEEDS_REVIEW and result.attempt == 1
     assert result.reason == "duplicate detected: 2 matching results (twice/1, twice/2)"
     stored = store.get("edge:twice")
     assert stored is not None
@@ -353,3 +354,164 @@ def test_a_duplicate_found_after_the_perform_goes_to_review_with_its_count(
     assert event.from_status is Status.EXECUTING
     assert event.data["duplicate"] == {"count": 2, "refs": ["resent/1", "resent/2"]}
     assert "seconds" in event.data["perform"]
+
+
+# --- what a confirmation stores ----------------------------------------------------------------
+
+
+def test_a_result_found_before_any_claim_is_recorded_as_such(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    world.made.append("early")
+    lg = ledger(store, clock, world)
+    result = lg.run(edge(world, "early"))
+    assert result.outcome is Outcome.SKIPPED and result.status is Status.CONFIRMED
+    stored = store.get("edge:early")
+    assert stored is not None
+    assert (stored.fence, stored.matches, stored.result_ref) == (1, 1, "early")
+    [event] = store.events("edge:early")
+    assert event.type is EventType.CONFIRMED and event.to_status is Status.CONFIRMED
+    assert event.message == "result existed before any claim"
+    assert event.data["result_ref"] == "early"
+
+
+def test_a_confirmation_after_a_raising_perform_says_what_it_raised(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+
+    def perform() -> None:
+        world.made.append("raised")
+        raise TimeoutError("no answer in 30 s")
+
+    result = ledger(store, clock, world).run(edge(world, "raised", perform=perform))
+    assert result.outcome is Outcome.COMPLETED and result.status is Status.CONFIRMED
+    [event] = [e for e in store.events("edge:raised") if e.type is EventType.CONFIRMED]
+    assert event.message == "confirmed; the perform raised TimeoutError: no answer in 30 s"
+    assert event.data["result_ref"] == "raised"
+    assert event.data["perform"]["error"] == "TimeoutError: no answer in 30 s"
+    assert result.reason is None
+
+
+# --- the reasons reconcile stores ---------------------------------------------------------------
+
+
+def _orphan(store: Store, clock: FrozenClock, world: World, ref: str, policy: Policy) -> None:
+    with pytest.raises(SimulatedCrash), crash_at("after_mark_executing"):
+        ledger(store, clock, world).run(edge(world, ref, policy=policy))
+
+
+@pytest.mark.parametrize(
+    ("authoritative", "down", "status", "reason"),
+    [
+        (True, None, Status.FAILED, "verified absent after the settle window"),
+        (
+            False,
+            None,
+            Status.NEEDS_REVIEW,
+            "still absent after the settle window; absence proves nothing here",
+        ),
+        (
+            True,
+            "HTTP 503",
+            Status.UNKNOWN,
+            "outcome not proven yet (verification unavailable: HTTP 503)",
+        ),
+    ],
+)
+def test_the_reason_reconcile_stores(
+    store: Store,
+    clock: FrozenClock,
+    authoritative: bool,
+    down: str | None,
+    status: Status,
+    reason: str,
+) -> None:
+    world = World()
+    policy = Policy(settle_seconds=5.0, absence_authoritative=authoritative, verify_attempts=1)
+    _orphan(store, clock, world, "orphan", policy)
+    clock.advance(policy.lease_seconds + policy.settle_seconds + 1)
+    world.down = down
+    reg = Registry()
+    reg.register("edge", lambda r: world.verify(r.data["ref"]), policy=policy)
+    [result] = Ledger(store, clock=clock, registry=reg).reconcile().results
+    stored = store.get("edge:orphan")
+    assert stored is not None and stored.status is status
+    assert stored.reason == result.reason == reason
+
+
+def test_a_released_stale_claim_says_nothing_was_performed(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
+        ledger(store, clock, world).run(edge(world, "claimed"))
+    clock.advance(POLICY.lease_seconds + 1)
+    [result] = ledger(store, clock, world).reconcile().results
+    stored = store.get("edge:claimed")
+    assert stored is not None and stored.status is Status.FAILED
+    assert stored.reason == result.reason == "released before perform: nothing was performed"
+
+
+def test_a_declined_perform_says_it_stopped_before_the_boundary(
+    store: Store, clock: FrozenClock
+) -> None:
+    from actonce import NotPerformed
+
+    world = World()
+
+    def decline() -> None:
+        raise NotPerformed("the form never opened")
+
+    result = ledger(store, clock, world).run(edge(world, "declined", perform=decline))
+    assert result.outcome is Outcome.FAILED
+    assert result.reason == (
+        "perform stopped before the boundary, nothing was performed: "
+        "NotPerformed: the form never opened"
+    )
+
+
+# --- secrets never reach a message ------------------------------------------------------------
+
+
+def test_secret_values_are_scrubbed_from_errors_stops_and_refs(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """The payload's secret values, echoed back by the world (an exception, a hard
+    stop, a verifier's reason or result reference), are stored scrubbed."""
+    secret = "hunter2-CANARY"
+    path = tmp_path / "scrub.db"
+    store = SQLiteStore(str(path), create=True)
+    world = World()
+    lg = ledger(store, clock, world)
+
+    def with_secret(ref: str, **kw: Any) -> Effect:
+        base = edge(world, ref, **kw)
+        return replace(base, payload={"ref": ref, "password": secret})
+
+    def leaky() -> None:
+        raise RuntimeError(f"login failed for password {secret}")
+
+    lg.run(with_secret("err", perform=leaky))
+    world.stop = f"wrong account: {secret}"
+    lg.run(with_secret("stop"))
+    world.stop = None
+    world.down = f"upstream said {secret}"
+    lg.run(with_secret("down"))
+    world.down = None
+    made = with_secret("ref")
+    lg.run(replace(made, verify=lambda: Confirmed(f"obj/{secret}")))
+    world.made.append("dup")
+    lg.run(
+        replace(
+            with_secret("dup"), verify=lambda: Confirmed("d", count=2, refs=(f"d/{secret}", "e"))
+        )
+    )
+    stopper = with_secret(
+        "late-stop", perform=lambda: (_ for _ in ()).throw(HardStop(f"CAPTCHA {secret}"))
+    )
+    lg.run(stopper)
+    store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith(path.name))
+    assert secret.encode() not in raw, "a secret value echoed by the world was stored"

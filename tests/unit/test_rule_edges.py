@@ -515,3 +515,49 @@ def test_secret_values_are_scrubbed_from_errors_stops_and_refs(
     store.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith(path.name))
     assert secret.encode() not in raw, "a secret value echoed by the world was stored"
+
+
+# --- evidence: asked when a performed effect raised or is not confirmed ------------------------
+
+
+def test_evidence_is_asked_when_a_performed_effect_raised_or_is_not_confirmed(
+    store: Store, clock: FrozenClock
+) -> None:
+    from actonce import NotPerformed
+
+    world = World()
+    lg = ledger(store, clock, world)
+    asked: list[str] = []
+
+    def evidence(label: str) -> str:
+        asked.append(label)
+        return f"shots/{label}.png"
+
+    def boom() -> None:
+        raise RuntimeError("page crashed")
+
+    lg.run(edge(world, "boom", perform=boom, evidence=evidence))
+    assert asked == ["perform-error"]  # the page as the error left it, before verifying
+    [moved] = [e for e in store.events("edge:boom") if e.type is EventType.UNKNOWN]
+    assert moved.data["evidence"] == "shots/perform-error.png"
+
+    asked.clear()
+    lg.run(edge(world, "quiet", perform=lambda: None, evidence=evidence))
+    assert asked == ["unknown"]  # performed, not confirmed: the verdict's label
+    [moved] = [e for e in store.events("edge:quiet") if e.type is EventType.UNKNOWN]
+    assert moved.data["evidence"] == "shots/unknown.png"
+
+    asked.clear()
+
+    def decline() -> None:
+        raise NotPerformed("no form")
+
+    lg.run(edge(world, "declined", perform=decline, evidence=evidence))
+    # Stopped before the boundary: no "perform-error" shot, but the failed record
+    # shows the page where it stopped.
+    assert asked == ["failed"]
+    [moved] = [e for e in store.events("edge:declined") if e.type is EventType.FAILED]
+    assert moved.data["evidence"] == "shots/failed.png"
+    asked.clear()
+    lg.run(edge(world, "fine", evidence=evidence))
+    assert asked == []  # confirmed: no evidence needed

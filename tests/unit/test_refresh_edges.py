@@ -1,0 +1,149 @@
+"""The approval refresh right before a gated claim, pinned field by field (issue 7).
+
+Mutation testing found the refresh's outcomes unpinned by the fast suite:
+the refreshed packet's fields, the reasons, the retry of a failing
+refresher. Memory store, frozen clock, the approvals world of
+``tests/approvals`` (public API only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from actonce import ApprovalStatus, EventType, Fact, Ledger, MemoryStore, Outcome, Policy
+from actonce.testing import FakeProvider, FrozenClock
+from approvals.conftest import KEYS, World
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    clock = FrozenClock()
+    provider = FakeProvider(clock=clock)
+    ledger = Ledger(MemoryStore(), clock=clock, signing_keys=KEYS)
+    try:
+        yield World(ledger, clock, provider, "memory")
+    finally:
+        ledger.close()
+        provider.close()
+
+
+def approved(world: World) -> tuple[Any, Any]:
+    trip = world.intent()
+    req = world.request(trip)
+    world.ledger.approvals.answer(req.packet.packet_id, "approve", by="ana")
+    return trip, world.ledger.approvals.get(req.packet.packet_id)
+
+
+def refreshed_notes(world: World, key: str) -> list[Any]:
+    return [e for e in world.ledger.store.events(key) if e.type is EventType.FACTS_REFRESHED]
+
+
+def test_a_price_above_the_ceiling_issues_a_refreshed_packet(world: World) -> None:
+    trip, old = approved(world)
+    world.facts["price"] = "130"  # above the approved ceiling of 120
+    world.clock.advance(7)
+    result = world.ledger.run(world.effect(trip, old))
+    assert result.outcome is Outcome.NEEDS_APPROVAL
+    now = world.ledger.approvals.get(old.packet_id)
+    assert now.status is ApprovalStatus.INVALIDATED and now.replaced_by is not None
+    fresh = world.ledger.approvals.get(now.replaced_by)
+    assert (fresh.revision, fresh.replaces) == (old.revision + 1, old.packet_id)
+    assert fresh.amount == fresh.ceiling == Decimal("130")
+    assert fresh.status is ApprovalStatus.PENDING
+    assert (fresh.intent, fresh.action, fresh.effect_key) == (
+        old.intent,
+        old.action,
+        old.effect_key,
+    )
+    assert (fresh.user, fresh.destination, fresh.currency) == (
+        old.user,
+        old.destination,
+        old.currency,
+    )
+    assert (fresh.details, fresh.terms) == (old.details, old.terms)
+    assert fresh.created_at == world.clock.now()
+    assert fresh.expires_at - fresh.created_at == old.expires_at - old.created_at
+    assert {f.name: f.value for f in fresh.facts}["price"] == "130"
+    why = "the refreshed price 130 is above the approved 120"
+    assert result.reason == (
+        f"{why}: approval {old.packet_id} invalidated, refreshed packet {fresh.packet_id} "
+        "issued for approval"
+    )
+    [note] = refreshed_notes(world, world.key(trip).value)
+    assert note.message == why
+    assert note.data["packet"] == old.packet_id
+    assert {f["name"] for f in note.data["facts"]} >= {"price", "session"}
+    assert world.provider.count(str(trip.ref)) == 0
+
+
+def test_a_price_within_the_ceiling_commits_at_the_refreshed_amount(world: World) -> None:
+    trip, old = approved(world)
+    world.facts["price"] = "115"
+    result = world.ledger.run(world.effect(trip, old))
+    assert result.outcome is Outcome.COMPLETED
+    [note] = refreshed_notes(world, world.key(trip).value)
+    assert note.message == "within the approved boundary"
+    assert {f["name"]: f["value"] for f in note.data["facts"]}["price"] == "115"
+    assert world.ledger.approvals.get(old.packet_id).status is ApprovalStatus.CONSUMED
+
+
+def test_an_expired_session_pauses_and_loses_nothing(world: World) -> None:
+    trip, old = approved(world)
+    world.facts["session"] = False
+    result = world.ledger.run(world.effect(trip, old))
+    assert result.outcome is Outcome.DEFERRED
+    assert result.reason == "paused, nothing lost: the session expired: sign in again, then resume"
+    assert world.ledger.approvals.get(old.packet_id).status is ApprovalStatus.APPROVED
+    assert world.ledger.get(world.key(trip).value) is None
+
+
+def test_a_failing_refresher_is_asked_again_then_pauses_with_its_error(world: World) -> None:
+    trip, old = approved(world)
+    calls: list[float] = []
+    good = world.refresher()
+
+    def flaky() -> list[Fact]:
+        calls.append(world.clock.now())
+        if len(calls) < 3:
+            raise ConnectionError("price service down")
+        return good()
+
+    policy = Policy(
+        settle_seconds=0, absence_authoritative=True, verify_attempts=3, verify_backoff=1
+    )
+    effect = replace(world.effect(trip, old, policy=policy), refresh=flaky)
+    assert world.ledger.run(effect).outcome is Outcome.COMPLETED
+    assert len(calls) == 3 and calls[1] - calls[0] == 1 and calls[2] - calls[1] == 2  # backoff
+    calls.clear()
+    trip2 = world.intent("trip-2")
+    req = world.request(trip2)
+    world.ledger.approvals.answer(req.packet.packet_id, "approve", by="ana")
+
+    def down() -> list[Fact]:
+        calls.append(world.clock.now())
+        raise ConnectionError("price service down")
+
+    again = replace(world.effect(trip2, req.packet, policy=policy), refresh=down)
+    result = world.ledger.run(again)
+    assert len(calls) == 3
+    assert result.outcome is Outcome.DEFERRED
+    assert result.reason is not None
+    assert result.reason.startswith("paused, nothing lost: the facts could not be refreshed")
+    assert "price service down" in result.reason
+    [note] = refreshed_notes(world, world.key(trip2).value)
+    assert note.data["facts"] is None
+
+
+def test_a_missing_packet_is_refused(world: World) -> None:
+    trip, old = approved(world)
+    effect = world.effect(trip, old)
+    assert effect.gate is not None
+    gone = replace(effect, gate=replace(effect.gate, approval="no-such-packet"))
+    result = world.ledger.run(gone)
+    assert result.outcome is Outcome.REFUSED
+    assert result.reason == "no approval packet no-such-packet"

@@ -147,3 +147,28 @@ def test_a_missing_packet_is_refused(world: World) -> None:
     result = world.ledger.run(gone)
     assert result.outcome is Outcome.REFUSED
     assert result.reason == "no approval packet no-such-packet"
+
+
+# --- a refused claim: what it says, where ---------------------------------------------------
+
+
+def test_a_claim_refused_by_its_approval_is_recorded_on_both_sides(world: World) -> None:
+    trip = world.intent()
+    req = world.request(trip)
+    world.ledger.approvals.answer(req.packet.packet_id, "deny", by="ana")
+    key = world.key(trip).value
+    result = world.ledger.run(world.effect(trip, req.packet))
+    assert result.outcome is Outcome.REFUSED and result.status is None
+    assert result.reason is not None
+    [refused] = [e for e in world.ledger.store.events(key) if e.type is EventType.CLAIM_REFUSED]
+    assert refused.message == result.reason and refused.data == {"waiting": False}
+    assert refused.at == world.clock.now()
+    [note] = [
+        e
+        for e in world.ledger.approvals.history(req.packet.packet_id)
+        if e.type is EventType.APPROVAL_REFUSED
+    ]
+    assert note.data == {"via": "claim", "effect_key": key}
+    assert note.message == f"a claim of {key[:16]} under it was refused: {result.reason}"
+    assert note.fence == 0 and note.at == world.clock.now()
+    assert note.run_id == refused.run_id

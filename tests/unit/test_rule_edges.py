@@ -561,3 +561,59 @@ def test_evidence_is_asked_when_a_performed_effect_raised_or_is_not_confirmed(
     asked.clear()
     lg.run(edge(world, "fine", evidence=evidence))
     assert asked == []  # confirmed: no evidence needed
+
+
+# --- the claim: precondition, hard stop, a re-claim --------------------------------------------
+
+
+def test_a_false_precondition_is_recorded_and_claims_nothing(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    result = ledger(store, clock, world).run(edge(world, "pre", precondition=lambda: False))
+    assert result.outcome is Outcome.FAILED and result.status is None
+    assert store.get("edge:pre") is None
+    [event] = store.events("edge:pre")
+    assert event.type is EventType.PRECONDITION_FAILED
+    assert event.message == result.reason and result.reason
+
+
+def test_a_hard_stop_in_the_precondition_is_recorded_scrubbed(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+
+    def precondition() -> bool:
+        raise HardStop("wrong account: s3cret-PIN")
+
+    base = edge(world, "pre-stop", precondition=precondition)
+    effect = replace(base, payload={"ref": "pre-stop", "pin": "s3cret-PIN"})
+    result = ledger(store, clock, world).run(effect)
+    assert result.outcome is Outcome.HARD_STOP and result.status is None
+    assert result.reason is not None and "s3cret-PIN" not in result.reason
+    assert result.reason.startswith("wrong account: ")
+    [event] = store.events("edge:pre-stop")
+    assert event.type is EventType.HARD_STOP and event.message == result.reason
+
+
+def test_a_reclaim_keeps_the_first_creation_time_and_counts_attempts(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    from actonce import NotPerformed
+
+    def decline() -> None:
+        raise NotPerformed("not now")
+
+    lg.run(edge(world, "again", perform=decline))
+    first = store.get("edge:again")
+    assert first is not None and first.status is Status.FAILED
+    clock.advance(30)
+    result = lg.run(edge(world, "again"))
+    assert result.outcome is Outcome.COMPLETED and result.attempt == 2
+    now = store.get("edge:again")
+    assert now is not None and now.fence == 2 and now.created_at == first.created_at
+    claims = [e for e in store.events("edge:again") if e.type is EventType.CLAIMED]
+    assert [e.message for e in claims] == ["attempt 1", "attempt 2"]
+    assert claims[1].from_status is Status.FAILED

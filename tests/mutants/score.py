@@ -20,13 +20,18 @@ KILLED = {1, 3, 24, -24, 36, 152, 255}  # a failing test, or a timeout (-SIGXCPU
 NO_TESTS = {5, 33}
 
 
-def results(root: Path = ROOT) -> dict[str, dict[str, int | None]]:
-    """mutant name -> exit code, grouped by module."""
+def results(*dirs: Path) -> dict[str, dict[str, int | None]]:
+    """mutant name -> exit code, grouped by module; a later folder's verdict wins."""
     out: dict[str, dict[str, int | None]] = {}
-    for meta in sorted((root / "mutants" / "src").rglob("*.py.meta")):
-        rel = meta.relative_to(root / "mutants" / "src").with_suffix("").with_suffix("")
-        module = ".".join(rel.parts)
-        out[module] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+    for folder in dirs:
+        for meta in sorted((folder / "src").rglob("*.py.meta")):
+            rel = meta.relative_to(folder / "src").with_suffix("").with_suffix("")
+            codes = out.setdefault(".".join(rel.parts), {})
+            for name, code in json.loads(meta.read_text(encoding="utf-8"))[
+                "exit_code_by_key"
+            ].items():
+                if code is not None or name not in codes:
+                    codes[name] = code
     return out
 
 
@@ -38,8 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", action="store_true", help="a line per function too")
     parser.add_argument("--survivors", action="store_true", help="list the surviving mutants")
+    parser.add_argument(
+        "--from",
+        dest="dirs",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="mutmut work folders to merge (default: mutants/); later ones win",
+    )
     args = parser.parse_args(argv)
-    by_module = results()
+    by_module = results(*(args.dirs or [ROOT / "mutants"]))
     if not by_module:
         print("no results: run `mutmut run` first")
         return 1

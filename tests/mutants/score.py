@@ -21,7 +21,12 @@ NO_TESTS = {5, 33}
 
 
 def results(*dirs: Path) -> dict[str, dict[str, int | None]]:
-    """mutant name -> exit code, grouped by module; a later folder's verdict wins."""
+    """mutant name -> exit code, grouped by module, merged over ``dirs``.
+
+    A kill in any folder stands (the folders are runs of one tree whose tests
+    only grew, so a mutant killed once stays killed); otherwise a later
+    folder's verdict wins.
+    """
     out: dict[str, dict[str, int | None]] = {}
     for folder in dirs:
         for meta in sorted((folder / "src").rglob("*.py.meta")):
@@ -30,6 +35,8 @@ def results(*dirs: Path) -> dict[str, dict[str, int | None]]:
             for name, code in json.loads(meta.read_text(encoding="utf-8"))[
                 "exit_code_by_key"
             ].items():
+                if codes.get(name) in KILLED:
+                    continue
                 if code is not None or name not in codes:
                     codes[name] = code
     return out

@@ -69,6 +69,15 @@ def test_json_messages() -> None:
         check_json(loop)
 
 
+def test_a_set_and_a_cyclic_payload_are_refused_before_anything_walks_them() -> None:
+    with pytest.raises(InvalidKey, match=r"^set has no canonical JSON form$"):
+        check_json({"tags": {"a", "b"}})
+    cyclic: dict[str, Any] = {"password": "x"}
+    cyclic["again"] = cyclic
+    with pytest.raises(InvalidKey, match="contains itself"):
+        stored_payload(cyclic)  # refused, not a RecursionError from the redaction
+
+
 def test_a_value_shared_by_two_branches_is_not_a_cycle() -> None:
     shared = {"sku": "A-1"}
     tree = {"left": [shared, shared], "right": {"x": shared}}

@@ -18,6 +18,7 @@ from actonce import (
     AsyncLedger,
     Confirmed,
     Effect,
+    EventType,
     Ledger,
     NotPerformed,
     Outcome,
@@ -231,3 +232,36 @@ def test_an_owner_overtaken_during_its_perform_sends_the_effect_to_review(
     assert record is not None and record.status is Status.NEEDS_REVIEW
     alarm = [e for e in store.events(f"missed:{ref}") if "alarm" in (e.data or {})]
     assert len(alarm) == 1 and alarm[0].data["alarm"]["attempt"] == 1
+
+
+def test_an_owner_overtaken_by_a_second_attempt_that_confirmed_raises_the_alarm(
+    store: Store, clock: FrozenClock
+) -> None:
+    """Reconcile fails the slow owner's effect, a second worker performs and confirms it,
+    then the first request lands too: two results may exist. The record stays
+    confirmed (terminal: a verifier's or a human's to change); the history says it."""
+    world = World()
+    ref = "twice"
+    reg = registry(world)
+    seconds: list[Any] = []
+
+    def slow_perform() -> None:
+        clock.advance(POLICY.lease_seconds + POLICY.settle_seconds + 1)
+        Ledger(store, clock=clock, registry=reg).reconcile()  # absent: failed
+        seconds.append(Ledger(store, clock=clock, registry=reg).run(effect(world, ref)))
+        world.made.append(ref)  # the first request lands after all
+
+    result = Ledger(store, clock=clock, registry=reg).run(effect(world, ref, perform=slow_perform))
+    [second] = seconds
+    assert second.outcome is Outcome.COMPLETED and second.attempt == 2
+    assert result.outcome is Outcome.NEEDS_REVIEW and result.performed
+    assert result.reason == (
+        "attempt 1 performed after being overtaken (the effect was confirmed under attempt 2); "
+        "it may have happened twice: a human decides"
+    )
+    record = store.get(f"missed:{ref}")
+    assert record is not None and record.status is Status.CONFIRMED and record.fence == 2
+    [alarm] = [e for e in store.events(f"missed:{ref}") if e.type is EventType.OVERTAKEN]
+    assert alarm.message == result.reason
+    assert alarm.data["alarm"] == {"attempt": 1, "current_attempt": 2}
+    assert "seconds" in alarm.data["perform"]

@@ -1,0 +1,142 @@
+"""Test builds of the protocol: the real source with one historical bug put back.
+
+Each fault is a textual patch of the protocol's own source (found in whichever
+module of ``actonce._run`` holds it), compiled into a fresh module beside the
+real one: production code is never changed, and a fault that no longer
+applies (the code it patches moved or changed) says so instead of silently
+testing the fixed code. The bugs are the ones ``actonce chaos`` found (see
+docs/chaos.md) and the paused-owner duplicate the lease check closed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import types
+from dataclasses import dataclass
+from functools import cache
+
+from .._rules.errors import UsageError
+from .._run import effect as _effect
+from .._run import review as _review
+from ._machine import Build
+
+__all__ = ["FAULTS", "Fault", "build"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One bug, as (old text, new text) patches of the protocol source."""
+
+    name: str
+    found_by: str
+    patches: tuple[tuple[str, str], ...]
+
+
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault(
+            "stale_mark_time",
+            "a mark stamped with a time read before a pause (chaos --seed 3, schedule 217)",
+            (
+                (
+                    "    yield Point(P.BEFORE_MARK_EXECUTING)\n"
+                    "    st.tick = yield NOW  # the mark carries the time of its write (see _claim)\n",
+                    "    st.tick = yield NOW\n    yield Point(P.BEFORE_MARK_EXECUTING)\n",
+                ),
+                (
+                    "    yield Point(P.BEFORE_CLAIM)\n    st.tick = yield NOW\n",
+                    "    st.tick = yield NOW\n    yield Point(P.BEFORE_CLAIM)\n",
+                ),
+            ),
+        ),
+        Fault(
+            "stale_declined",
+            "a stale 'declined' flag carried into a later perform (chaos --seed 1, 926 and 2295)",
+            (("    st.declined = False\n    st.perform_error = None\n", ""),),
+        ),
+        Fault(
+            "second_claim",
+            "a second claim after the run's own perform (found reading the 926 path)",
+            (
+                (
+                    "if reconcile or st.hard_stop is not None or st.performed:",
+                    "if reconcile or st.hard_stop is not None:",
+                ),
+            ),
+        ),
+        Fault(
+            "paused_owner",
+            "the paused-owner duplicate the lease check closed (chaos --seed 3, schedule 109)",
+            (
+                (
+                    "    if st.tick.now >= record.lease_expires_at:\n",
+                    "    if False:  # fault: no lease check\n",
+                ),
+            ),
+        ),
+    )
+}
+
+REAL = Build("real", _effect.run_effect, _effect.reconcile_effect, _review.resolve)
+
+
+def build(fault: str | None) -> Build:
+    """The real protocol (``None``) or the test build with ``fault`` put back.
+
+    Raises:
+        UsageError: no such fault, or its patch no longer applies.
+    """
+    if fault is None or fault == "none":
+        return REAL
+    if fault not in FAULTS:
+        raise UsageError(f"no fault {fault!r}; known: {', '.join(FAULTS)}")
+    return _build(fault)
+
+
+@cache
+def _build(fault: str) -> Build:
+    spec = FAULTS[fault]
+    package = importlib.import_module("actonce._run")
+    names = [f"actonce._run.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+    sources = {}
+    for name in names:
+        module = importlib.import_module(name)
+        loader = getattr(module, "__loader__", None)
+        get = getattr(loader, "get_source", None)
+        text = get(name) if get is not None else None
+        if text:
+            sources[name] = text
+    patched: dict[str, str] = {}
+    for old, new in spec.patches:
+        holders = [n for n in sources if (patched.get(n, sources[n])).count(old) == 1]
+        if len(holders) != 1:
+            raise UsageError(
+                f"fault {fault}: its patch no longer applies (the code moved): {old.strip()[:60]!r}"
+            )
+        name = holders[0]
+        patched[name] = patched.get(name, sources[name]).replace(old, new)
+    # Compile the patched modules, then a fresh copy of the effect module on top
+    # of them (if it was not itself patched), so that its calls reach the fault.
+    built: dict[str, types.ModuleType] = {}
+    for name in sorted(patched, key=lambda n: n == _effect.__name__):
+        built[name] = _compile(name, patched[name], built)
+    if _effect.__name__ not in built:
+        built[_effect.__name__] = _compile(_effect.__name__, sources[_effect.__name__], built)
+    effect = built[_effect.__name__]
+    return Build(fault, effect.run_effect, effect.reconcile_effect, _review.resolve)
+
+
+def _compile(name: str, source: str, built: dict[str, types.ModuleType]) -> types.ModuleType:
+    module = types.ModuleType(f"{name}__fault")
+    module.__package__ = "actonce._run"
+    module.__file__ = f"<fault build of {name}>"
+    saved = {n: sys.modules[n] for n in built}
+    try:
+        sys.modules.update(built)  # imports of a patched sibling get the patched one
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+    finally:
+        sys.modules.update(saved)
+    return module

@@ -202,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 _DELEGATED = {
     "demo": ("actonce.demo", "the browser demo: agents, faults, kills, report"),
     "chaos": ("actonce.chaos", "randomized kill campaigns against a fake provider"),
+    "explore": ("actonce.explore", "every interleaving, crash and verdict of the protocol"),
     "sandbox": ("actonce.sandbox", "run the sandbox target app"),
     "console": ("actonce.console", "the review console: did it happen? (a web app)"),
 }

@@ -58,6 +58,7 @@ KEY = "explore-effect"
 T0 = 1000.0
 S = Status
 _WRITES = (Claim, Transition, AppendEvent)
+_CHANGES = (Claim, Transition, AppendEvent, Perform, Sleep)
 _SETTLED = frozenset({S.CONFIRMED, S.FAILED, S.NEEDS_REVIEW, S.ABANDONED})
 _HUMAN_ONLY = frozenset({S.CONFIRMED, S.ABANDONED, S.NEEDS_REVIEW})
 
@@ -171,8 +172,12 @@ class Machine:
         status = None if record is None else record.status
         for i, a in enumerate(s.actors):
             if a.node != IDLE:
-                out += self._answer(s, i, a, trie.op(a.node))
-                if s.crashes < b.crashes:
+                op = trie.op(a.node)
+                out += self._answer(s, i, a, op)
+                # A crash before a read equals one right after it (the read
+                # changed nothing shared): crashes are tried before the
+                # operations that change something.
+                if s.crashes < b.crashes and isinstance(op, _CHANGES):
                     out.append(
                         Step(
                             f"{self.names[i]}!crash",
@@ -225,7 +230,7 @@ class Machine:
     def _set(s: State, i: int, a: Actor) -> State:
         actors = list(s.actors)
         actors[i] = a
-        return s._replace(actors=tuple(actors))
+        return State(s[0], s[1], s[2], tuple(actors), s[4], s[5], s[6], s[7], s[8])
 
     @staticmethod
     def _moved(actors: tuple[Actor, ...], skip: int) -> tuple[Actor, ...]:
@@ -236,7 +241,7 @@ class Machine:
 
     def _answer(self, s: State, i: int, a: Actor, op: Any) -> list[Step]:
         name = self.names[i]
-        if isinstance(op, _WRITES) or isinstance(op, (Get, StoreOp)):
+        if isinstance(op, (_WRITES, Get, StoreOp)):
             return self._store_op(s, i, a, op)
         tick = Tick(s.clock, s.clock, True)
         if isinstance(op, Now):
@@ -346,7 +351,7 @@ class Machine:
                 answer = Answer(("perform", outcome, overtaken, s.clock), done)
                 out.append(
                     self._after(
-                        s._replace(world=world),
+                        State(s[0], world, s[2], s[3], s[4], s[5], s[6], s[7], s[8]),
                         i,
                         a,
                         op,
@@ -354,7 +359,7 @@ class Machine:
                         label,
                         violations=tuple(found),
                         performs=a.performs + 1,
-                    )  # fmt: skip
+                    )
                 )
         return out
 
@@ -366,16 +371,21 @@ class Machine:
         out = []
         for mode in modes:
             result = self.ledger.run(s.store, a.node, op, mode)
-            child = s._replace(store=result.store, fails=s.fails + (mode != OK))
             fence = None
             found: tuple[Violation, ...] = ()
+            fails = s.fails + (mode != OK)
             if result.committed and not isinstance(op, AppendEvent):
-                child = child._replace(writes=s.writes + 1)
                 if isinstance(op, Claim):
                     fence = op.new.fence
-                if isinstance(op, Transition) and i == self.n + 1 and op.new.status is S.FAILED:
-                    child = child._replace(reopened=s.reopened + 1)
+                reopen = (
+                    isinstance(op, Transition) and i == self.n + 1 and op.new.status is S.FAILED
+                )
+                child = State(
+                    result.store, s[1], s[2], s[3], s[4], s[5], fails, s[7] + reopen, s[8] + 1
+                )
                 found = self._check_write(s, child, i, a, op)
+            else:
+                child = State(result.store, s[1], s[2], s[3], s[4], s[5], fails, s[7], s[8])
             label = name if mode == OK else f"{name}={mode}"
             out.append(
                 self._after(child, i, a, op, result.answer, label, violations=found, fence=fence)
@@ -421,7 +431,7 @@ class Machine:
             found.append(
                 Violation("terminal_changes_only_by_human", f"{name} moved {old} -> {after.status}")
             )
-        if isinstance(op, Transition) and i < self.n and a.fence:
+        if isinstance(op, Transition) and i < self.n and a.fence and a.performs:
             # Superseded: another fence holds the key, or its own mark was failed
             # (the key re-opened). The one write left is more caution (or a
             # confirmation that verification proved).

@@ -141,7 +141,7 @@ class Report:
                 "depth": b.depth,
                 "performs": list(b.performs),
                 "verify_after_claim": b.verify_after_claim,
-            },  # fmt: skip
+            },
             "violations": [f.to_json() for f in self.violations],
             "residuals": [f.to_json() for f in self.residuals.values()],
             "residual_steps": self.residual_steps,
@@ -304,7 +304,8 @@ def walk_trace(bounds: Bounds, build: Build, *, seed: int, walk: int) -> tuple[s
     # A clean walk: take it again, keeping its labels.
     m = Machine(bounds, build)
     rng = random.Random(f"{seed}:{walk}")
-    s, labels = m.initial(), []
+    s = m.initial()
+    labels: list[str] = []
     while not m.quiescent(s):
         steps = m.successors(s)
         if not steps or (bounds.depth is not None and len(labels) >= bounds.depth):
@@ -350,7 +351,7 @@ def _describe(m: Machine, s: State, step: Step) -> str:
     label = step.label
     t = f"t={s.clock - 1000.0:g}"
     if label.startswith("clock+"):
-        return f"{t} clock jumps past every {label[6:]} window -> t={step.state.clock - 1000.0:g}"
+        return f"{t} clock: jump past every {label[6:]} window -> t={step.state.clock - 1000.0:g}"
     for sep in "=!+":
         who, found, rest = label.partition(sep)
         if found and who in m.names:
@@ -360,10 +361,11 @@ def _describe(m: Machine, s: State, step: Step) -> str:
     i = m.names.index(who)
     a = s.actors[i]
     if sep == "+":
-        return f"{t} {who}: starts a run" + (f" (decides {rest})" if rest != "start" else "")
+        decides = f" (decides {rest})" if rest != "start" else ""
+        return f"{t} {who}: start a run{decides} -> run {a.runs + 1}"
     op = m.trie.op(a.node)
     if sep == "!":
-        return f"{t} {who}: crashes (SIGKILL) before {_op_text(op)}"
+        return f"{t} {who}: SIGKILL before {_op_text(op)} -> dropped"
     mode = rest if rest in (FAIL_BEFORE, FAIL_AFTER) else OK
     if isinstance(op, (Claim, Transition, AppendEvent, Get, OpenEffects)):
         result = m.ledger.run(s.store, a.node, op, mode)

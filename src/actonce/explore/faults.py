@@ -65,6 +65,12 @@ FAULTS: dict[str, Fault] = {
                     "if reconcile or st.hard_stop is not None or st.performed:",
                     "if reconcile or st.hard_stop is not None:",
                 ),
+                (
+                    # Later a performed run that finds its own mark failed became
+                    # "overtaken" (issue 7); before, it saw a new key.
+                    "if performed and not declined and (not mine or status is Status.FAILED):",
+                    "if performed and not declined and not mine:",
+                ),
             ),
         ),
         Fault(
@@ -101,6 +107,7 @@ def _build(fault: str) -> Build:
     spec = FAULTS[fault]
     package = importlib.import_module("actonce._run")
     names = [f"actonce._run.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+    names.append("actonce._rules.decision")
     sources = {}
     for name in names:
         module = importlib.import_module(name)
@@ -121,22 +128,37 @@ def _build(fault: str) -> Build:
     # Compile the patched modules, then a fresh copy of the effect module on top
     # of them (if it was not itself patched), so that its calls reach the fault.
     built: dict[str, types.ModuleType] = {}
-    for name in sorted(patched, key=lambda n: n == _effect.__name__):
-        built[name] = _compile(name, patched[name], built)
+    for name in sorted(
+        patched, key=lambda n: (n == _effect.__name__, n.startswith("actonce._run"))
+    ):
+        built[name] = _compile(name, patched[name], built, fault)
     if _effect.__name__ not in built:
-        built[_effect.__name__] = _compile(_effect.__name__, sources[_effect.__name__], built)
+        built[_effect.__name__] = _compile(
+            _effect.__name__, sources[_effect.__name__], built, fault
+        )
     effect = built[_effect.__name__]
     return Build(fault, effect.run_effect, effect.reconcile_effect, _review.resolve)
 
 
-def _compile(name: str, source: str, built: dict[str, types.ModuleType]) -> types.ModuleType:
-    module = types.ModuleType(f"{name}__fault")
-    module.__package__ = "actonce._run"
+def _compile(
+    name: str, source: str, built: dict[str, types.ModuleType], fault: str
+) -> types.ModuleType:
+    module = types.ModuleType(f"{name}__{fault}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    module.__package__ = name.rpartition(".")[0]
     module.__file__ = f"<fault build of {name}>"
     saved = {n: sys.modules[n] for n in built}
     try:
-        sys.modules.update(built)  # imports of a patched sibling get the patched one
+        # Imports of a patched module get the patched one ("from .. import x"
+        # reads the package's attribute, "from ..x import y" sys.modules).
+        for n, patched in built.items():
+            sys.modules[n] = patched
+            parent, _, child = n.rpartition(".")
+            setattr(sys.modules[parent], child, patched)
         exec(compile(source, module.__file__, "exec"), module.__dict__)
     finally:
-        sys.modules.update(saved)
+        for n, real in saved.items():
+            sys.modules[n] = real
+            parent, _, child = n.rpartition(".")
+            setattr(sys.modules[parent], child, real)
     return module

@@ -113,8 +113,9 @@ class _Shared:
 class Machine:
     """Steps of the protocol under ``bounds``; see the module docstring."""
 
-    def __init__(self, bounds: Bounds, build: Build) -> None:
+    def __init__(self, bounds: Bounds, build: Build, *, symmetric: bool = True) -> None:
         self.bounds = bounds
+        self.symmetric = symmetric
         self.build = build
         self.policy = bounds.policy()
         self.trie = Trie()
@@ -136,6 +137,9 @@ class Machine:
         name = f"{self.names[i]}.{run}{':' + decision if decision else ''}"
         build = self.build
         if i < self.n:
+            # Workers run the same program under the same run id (the protocol
+            # decides on fences, never on run ids): workers are interchangeable.
+            name = f"worker.{run}"
             plan = self.plan(name)
             return Program(name, lambda: build.run_effect(plan))
         if i == self.n:
@@ -156,17 +160,35 @@ class Machine:
     def initial(self) -> State:
         actors = [Actor(self.trie.root(self.program(i, 1)), 1, 0, 0, 0) for i in range(self.n)]
         actors += [Actor(IDLE, 0, 0, 0, 0), Actor(IDLE, 0, 0, 0, 0)]
-        return State(self.ledger.empty, (), T0, tuple(actors), 0, 0, 0, 0, 0)
+        return State(self.ledger.empty, (), T0, self._canon(actors), 0, 0, 0, 0, 0)
+
+    def _canon(self, actors: list[Actor]) -> tuple[Actor, ...]:
+        """Symmetry reduction: workers are interchangeable, so their order is sorted."""
+        n = self.n
+        if self.symmetric and n > 1:
+            actors[:n] = sorted(actors[:n])
+        return tuple(actors)
+
+    def order(self, s: State) -> list[int]:
+        """Which worker of ``s`` stands at each place of its canonical (sorted) order."""
+        return sorted(range(self.n), key=lambda j: s.actors[j])
 
     # --- successors ------------------------------------------------------------------
 
     def successors(self, s: State) -> list[Step]:
         trie, b = self.trie, self.bounds
-        for i, a in enumerate(s.actors):
+        still = s.ticks >= b.ticks and b.verify_attempts == 1
+        places = range(len(s.actors)) if self.symmetric else [*self.order(s), self.n, self.n + 1]
+        for i in places:  # the reduction picks the same actor with or without symmetry
+            a = s.actors[i]
             # Partial-order reduction: passing a crash point changes nothing and
-            # commutes with every other step (a crash there equals one after it).
-            if a.node != IDLE and isinstance(trie.op(a.node), Point):
-                return self._answer(s, i, a, trie.op(a.node))
+            # commutes with every other step (a crash there equals one after it);
+            # so does reading the clock once nothing can move it any more (no
+            # jump left, no verification backoff).
+            if a.node != IDLE:
+                op = trie.op(a.node)
+                if isinstance(op, Point) or (isinstance(op, Now) and still):
+                    return self._answer(s, i, a, op)
         out: list[Step] = []
         record = self.ledger.record(s.store)
         status = None if record is None else record.status
@@ -226,18 +248,18 @@ class Machine:
     def _begin(self, s: State, i: int, a: Actor, program: Program) -> State:
         return self._set(s, i, Actor(self.trie.root(program), a.runs + 1, 0, 0, 0))
 
-    @staticmethod
-    def _set(s: State, i: int, a: Actor) -> State:
+    def _set(self, s: State, i: int, a: Actor) -> State:
         actors = list(s.actors)
         actors[i] = a
-        return State(s[0], s[1], s[2], tuple(actors), s[4], s[5], s[6], s[7], s[8])
+        return State(s[0], s[1], s[2], self._canon(actors), s[4], s[5], s[6], s[7], s[8])
 
-    @staticmethod
-    def _moved(actors: tuple[Actor, ...], skip: int) -> tuple[Actor, ...]:
-        """The clock moved: every actor right after a clock read is now frozen there."""
-        return tuple(
-            a._replace(win=3) if a.win == 1 and j != skip else a for j, a in enumerate(actors)
-        )
+    def _moved(self, actors: tuple[Actor, ...], skip: int) -> tuple[Actor, ...]:
+        """The clock moved: every actor right after a clock read is now frozen there.
+
+        (Not sorted when an actor ``skip`` is about to be set by its index.)
+        """
+        moved = [a._replace(win=3) if a.win == 1 and j != skip else a for j, a in enumerate(actors)]
+        return tuple(moved) if skip >= 0 else self._canon(moved)
 
     def _answer(self, s: State, i: int, a: Actor, op: Any) -> list[Step]:
         name = self.names[i]

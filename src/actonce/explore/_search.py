@@ -241,7 +241,38 @@ def _note(
     return True
 
 
-def _finding(v: Violation, trace: tuple[str, ...], bounds: Bounds, build: Build) -> Finding:
+def physical(trace: tuple[str, ...], bounds: Bounds, build: Build) -> tuple[str, ...]:
+    """A trace of the symmetric search, with each worker named as the same worker throughout.
+
+    The search keeps workers sorted (they are interchangeable), so its ``w1``
+    is "the first worker in sorted order" at each step; this names them.
+    """
+    m = Machine(bounds, build, symmetric=False)
+    s = m.initial()
+    out: list[str] = []
+    for label in trace:
+        who, sep, rest = _split(m, label)
+        if who.startswith("w") and who[1:].isdigit():
+            label = f"w{m.order(s)[int(who[1:]) - 1] + 1}{sep}{rest}"
+        steps = {step.label: step for step in m.successors(s)}
+        out.append(label)
+        s = steps[label].state
+    return tuple(out)
+
+
+def _split(m: Machine, label: str) -> tuple[str, str, str]:
+    for sep in "=!+":
+        who, found, rest = label.partition(sep)
+        if found and (who in m.names or who == "clock"):
+            return who, sep, rest
+    return label, "", ""
+
+
+def _finding(
+    v: Violation, trace: tuple[str, ...], bounds: Bounds, build: Build, *, canonical: bool = True
+) -> Finding:
+    if canonical:
+        trace = physical(trace, bounds, build)
     steps = tuple(text for text, _ in replay(trace, bounds, build))
     return Finding(v.invariant, v.message, v.residual, trace, steps)
 
@@ -256,7 +287,7 @@ def random_walks(
     progress: Progress | None = None,
 ) -> Report:
     """``walks`` random schedules (walk ``k`` depends only on ``(seed, k)``)."""
-    m = Machine(bounds, build)
+    m = Machine(bounds, build, symmetric=False)
     report = Report(build.name, bounds, "walk")
     started = time.perf_counter()
     for k in range(first, first + walks):
@@ -286,7 +317,7 @@ def random_walks(
         report.depth = max(report.depth, len(labels))
         if found is not None:
             report.found_at_walk = k
-            report.violations.append(_finding(found, tuple(labels), bounds, build))
+            report.violations.append(_finding(found, tuple(labels), bounds, build, canonical=False))
             break
         if progress is not None and report.walks % 200 == 0:
             progress(report.walks, 0, time.perf_counter() - started)
@@ -302,7 +333,7 @@ def walk_trace(bounds: Bounds, build: Build, *, seed: int, walk: int) -> tuple[s
     if report.violations:
         return report.violations[0].trace
     # A clean walk: take it again, keeping its labels.
-    m = Machine(bounds, build)
+    m = Machine(bounds, build, symmetric=False)
     rng = random.Random(f"{seed}:{walk}")
     s = m.initial()
     labels: list[str] = []
@@ -327,7 +358,7 @@ def replay(
         UsageError: a step of the trace is not possible where it stands.
     """
     labels = trace.split() if isinstance(trace, str) else list(trace)
-    m = Machine(bounds, build)
+    m = Machine(bounds, build, symmetric=False)
     s = m.initial()
     out: list[tuple[str, tuple[Violation, ...]]] = []
     for n, label in enumerate(labels, 1):

@@ -6,6 +6,8 @@
 - the wings (``cli``, ``chaos``, ``demo``, ``browser``, ``console``) use only the
   public API: ``actonce``, ``actonce.testing`` and the public wings, never an
   ``actonce._…`` module.
+- ``explore``: a core tool, not a wing: ``_rules``, ``_run``, ``_store.memory``
+  and itself (it runs the protocol generators; the CLI reaches it by its public name).
 - ``sandbox``: the target world; imports nothing of actonce.
 """
 
@@ -106,6 +108,13 @@ def test_wings_use_only_the_public_api(wing: str) -> None:
         )
 
     assert _violations(_files(wing), allowed) == []
+
+
+def test_the_explorer_imports_only_the_core_it_runs() -> None:
+    # A core tool, not a wing: it steps the protocol generators (_run) against
+    # a memory store, with the rules; never a facade, never another backend.
+    ok = ("actonce._rules", "actonce._run", "actonce._store.memory", "actonce.explore")
+    assert _violations(_files("explore"), lambda n: n.startswith(ok)) == []
 
 
 def test_the_sandbox_imports_nothing_of_actonce() -> None:

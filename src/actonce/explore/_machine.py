@@ -58,7 +58,7 @@ KEY = "explore-effect"
 T0 = 1000.0
 S = Status
 _WRITES = (Claim, Transition, AppendEvent)
-_CHANGES = (Claim, Transition, AppendEvent, Perform, Sleep)
+_CHANGES = (Claim, Transition, Perform, Sleep)
 _SETTLED = frozenset({S.CONFIRMED, S.FAILED, S.NEEDS_REVIEW, S.ABANDONED})
 _HUMAN_ONLY = frozenset({S.CONFIRMED, S.ABANDONED, S.NEEDS_REVIEW})
 
@@ -183,11 +183,13 @@ class Machine:
             a = s.actors[i]
             # Partial-order reduction: passing a crash point changes nothing and
             # commutes with every other step (a crash there equals one after it);
-            # so does reading the clock once nothing can move it any more (no
-            # jump left, no verification backoff).
+            # so does appending an observation to the history (nothing reads the
+            # history; its failures are the same actor's choices), and reading
+            # the clock once nothing can move it any more (no jump left, no
+            # verification backoff).
             if a.node != IDLE:
                 op = trie.op(a.node)
-                if isinstance(op, Point) or (isinstance(op, Now) and still):
+                if isinstance(op, (Point, AppendEvent)) or (isinstance(op, Now) and still):
                     return self._answer(s, i, a, op)
         out: list[Step] = []
         record = self.ledger.record(s.store)

@@ -27,7 +27,7 @@ OK, FAIL_BEFORE, FAIL_AFTER = "ok", "fail_before", "fail_after"
 
 
 def event_key(e: Event) -> tuple[Any, ...]:
-    """What of an event the state keeps: its type, fence, run, from and to."""
+    """What of a status change the state keeps: its type, fence, run, from and to."""
     return (e.type.value, e.fence, e.run_id, e.from_status, e.to_status)
 
 
@@ -72,7 +72,10 @@ class Ledger:
         return len(self._snaps)
 
     def intern(self, snap: Snapshot) -> int:
-        key = (snap.record, tuple(event_key(e) for e in snap.events))
+        # Only the events that change the status are part of a state: nothing
+        # in the protocol reads the history, so two states that differ in an
+        # observation (``held by``, ``verification unavailable``) behave alike.
+        key = (snap.record, snap.changes)
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self._snaps)

@@ -149,3 +149,38 @@ def test_a_trace_that_is_not_possible_is_refused_with_the_choices() -> None:
 def test_bad_bounds_are_refused(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(UsageError, match=match):
         Bounds(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_decision_applied_to_an_attempt_the_reviewer_never_saw_is_found() -> None:
+    """The explorer's own finding: ``resolve`` settles whatever attempt is current.
+
+    A reviewer decides "not happened" on attempt 1 (true: nothing landed);
+    meanwhile attempt 1 is failed by verification, a new run claims attempt 2
+    and performs it (it lands, still unknown). ``resolve`` then records the
+    decision on attempt 2: ``failed`` while the world holds the effect. A
+    decision that carries the attempt it was made on (the explorer's default
+    reviewer) is clean under the same bound.
+    """
+    stale = Bounds(
+        workers=1,
+        runs=2,
+        crashes=0,
+        ticks=1,
+        failed_writes=0,
+        reviews=1,
+        verify_after_claim=False,
+        performs=("ok",),
+        review_binds_attempt=False,
+    )
+    report = explore(stale)
+    finding = report.violations[0]
+    assert finding.invariant == "settles_truthfully", finding.text()
+    text = "\n".join(finding.steps)
+    assert "reviewer: start a run (decides not_happened)" in text
+    assert "reviewer: transition unknown/2 -> failed" in text
+    bound = Bounds(**{**_fields(stale), "review_binds_attempt": True})
+    assert explore(bound).ok
+
+
+def _fields(b: Bounds) -> dict[str, object]:
+    return {name: getattr(b, name) for name in Bounds.__dataclass_fields__}

@@ -96,7 +96,7 @@ def regression_test(
         f"{name}={getattr(b, name)!r}"
         for name in (
             "workers", "runs", "reconciles", "reviews", "crashes", "failed_writes", "ticks",
-            "performs", "verify_after_claim",
+            "performs", "verify_after_claim", "review_binds_attempt",
         )
     )  # fmt: skip
     name = f"test_explored_{finding.invariant}"

@@ -43,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--direct-claim", action="store_true", help="verify_after_claim off")
     p.add_argument(
+        "--stale-review",
+        action="store_true",
+        help="a reviewer's decision applies to whatever attempt is current (as resolve does today)",
+    )
+    p.add_argument(
         "--fault", choices=sorted(FAULTS), help="explore a test build with this bug put back"
     )
     p.add_argument("--max-states", type=int, default=None, help="stop after this many states")
@@ -72,6 +77,7 @@ def _bounds(args: argparse.Namespace) -> Bounds:
         depth=args.depth,
         performs=performs,
         verify_after_claim=not args.direct_claim,
+        review_binds_attempt=not args.stale_review,
     )
 
 

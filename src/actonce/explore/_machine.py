@@ -73,6 +73,30 @@ class Build:
     resolve: Callable[..., Generator[Any, Any, Any]]
 
 
+def _bound(steps: Generator[Any, Any, Any], seen: int | None) -> Generator[Any, Any, Any]:
+    """A reviewer's click that carries the attempt it was decided on.
+
+    ``resolve`` applies a decision to whatever attempt is current when it
+    runs. A human who decided on attempt ``seen`` must not settle a later
+    attempt she never saw: with ``seen`` set, the run stops ("look again")
+    when ``resolve`` reads another attempt. ``None``: today's ``resolve``.
+    """
+    op = next(steps)
+    while True:
+        try:
+            value = yield op
+        except LedgerError as exc:
+            op = steps.throw(exc)
+            continue
+        if seen is not None and isinstance(op, Get) and value is not None and value.fence != seen:
+            steps.close()
+            raise InvalidTransition(f"the effect moved on to attempt {value.fence}; look again")
+        try:
+            op = steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+
+
 class Actor(NamedTuple):
     node: int  # trie position (IDLE: no run under way)
     runs: int  # runs started
@@ -133,7 +157,7 @@ class Machine:
     def plan(self, run_id: str) -> Plan:
         return Plan(KEY, "explore", "{}", "payload-hash", "{}", self.policy, run_id)
 
-    def program(self, i: int, run: int, decision: str = "") -> Program:
+    def program(self, i: int, run: int, decision: str = "", seen: int = 0) -> Program:
         name = f"{self.names[i]}.{run}{':' + decision if decision else ''}"
         build = self.build
         if i < self.n:
@@ -153,9 +177,14 @@ class Machine:
                 return (yield from build.reconcile_effect(plan, mine[0]))
 
             return Program(name, reconcile)
-        return Program(
-            name, lambda: build.resolve(KEY, decision, reviewer="human", reason="checked the world")
-        )
+        binds = self.bounds.review_binds_attempt
+        name = f"{name}@{seen}" if binds else name
+
+        def review() -> Generator[Any, Any, Any]:
+            steps = build.resolve(KEY, decision, reviewer="human", reason="checked the world")
+            return (yield from _bound(steps, seen if binds else None))
+
+        return Program(name, review)
 
     def initial(self) -> State:
         actors = [Actor(self.trie.root(self.program(i, 1)), 1, 0, 0, 0) for i in range(self.n)]
@@ -230,6 +259,7 @@ class Machine:
 
     def _starts(self, s: State, i: int, a: Actor, status: Status | None) -> list[Step]:
         b = self.bounds
+        record = self.ledger.record(s.store)
         name = self.names[i]
         if i < self.n:
             if a.runs >= b.runs:
@@ -242,8 +272,9 @@ class Machine:
         if a.runs >= b.reviews or status not in REVIEWABLE:
             return []
         truth = "happened" if s.world else "not_happened"
+        seen = 0 if record is None else record.fence
         return [
-            Step(f"{name}+{d}", self._begin(s, i, a, self.program(i, a.runs + 1, d)))
+            Step(f"{name}+{d}", self._begin(s, i, a, self.program(i, a.runs + 1, d, seen)))
             for d in (truth, "abandon")
         ]
 

@@ -141,6 +141,7 @@ class Report:
                 "depth": b.depth,
                 "performs": list(b.performs),
                 "verify_after_claim": b.verify_after_claim,
+                "review_binds_attempt": b.review_binds_attempt,
             },
             "violations": [f.to_json() for f in self.violations],
             "residuals": [f.to_json() for f in self.residuals.values()],

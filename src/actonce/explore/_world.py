@@ -41,6 +41,11 @@ class Bounds:
     others). The policy: lease ``lease`` seconds, settle window ``settle``,
     visibility delay ``visibility`` (kept below the window), absence
     authoritative, ``verify_attempts`` per round, ``verify_after_claim``.
+    ``review_binds_attempt``: a reviewer's decision carries the attempt it
+    was made on (as a careful console would); ``False``: it applies to
+    whatever attempt is current when ``resolve`` runs, as ``resolve`` and the
+    console do today (the explorer finds a false ``failed`` that way, see
+    docs/explore.md).
     """
 
     workers: int = 2
@@ -59,6 +64,7 @@ class Bounds:
     verify_attempts: int = 1
     verify_after_claim: bool = True
     authoritative: bool = True
+    review_binds_attempt: bool = True
 
     def __post_init__(self) -> None:
         counts = {

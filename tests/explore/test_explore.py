@@ -184,3 +184,22 @@ def test_a_decision_applied_to_an_attempt_the_reviewer_never_saw_is_found() -> N
 
 def _fields(b: Bounds) -> dict[str, object]:
     return {name: getattr(b, name) for name in Bounds.__dataclass_fields__}
+
+
+def test_two_workers_a_reconciler_and_a_reviewer_explore_clean() -> None:
+    """The CI bound: every state of two workers, a reconcile pass and a human
+    decision, with a crash and a clock jump (docs/explore.md has its figures).
+    """
+    bounds = Bounds(
+        workers=2,
+        crashes=1,
+        ticks=1,
+        reviews=1,
+        failed_writes=0,
+        verify_after_claim=False,
+        performs=("ok",),
+    )
+    report = explore(bounds)
+    assert report.ok, report.summary()
+    assert report.complete and report.states > 100_000 and report.quiescent > 0
+    assert "at_most_one_accepted" in report.residuals  # the documented residual, accepted

@@ -115,6 +115,7 @@ class State(NamedTuple):
     fails: int
     reopened: int  # a human said "not happened": the key is open again
     writes: int  # committed state changes
+    frozen: bool  # a perform ran from a frozen lease check (the residual window)
 
 
 class Violation(NamedTuple):
@@ -150,7 +151,7 @@ class Machine:
             "lost": TimeoutError("explorer: the response was lost after the provider committed"),
             "refused": RuntimeError("explorer: HTTP 500, nothing landed"),
         }
-        self._final: dict[tuple[int, tuple[tuple[float, bool], ...], float], Violation | None] = {}
+        self._final: dict[tuple[Any, ...], Violation | None] = {}
 
     # --- programs ------------------------------------------------------------------
 
@@ -189,7 +190,7 @@ class Machine:
     def initial(self) -> State:
         actors = [Actor(self.trie.root(self.program(i, 1)), 1, 0, 0, 0) for i in range(self.n)]
         actors += [Actor(IDLE, 0, 0, 0, 0), Actor(IDLE, 0, 0, 0, 0)]
-        return State(self.ledger.empty, (), T0, self._canon(actors), 0, 0, 0, 0, 0)
+        return State(self.ledger.empty, (), T0, self._canon(actors), 0, 0, 0, 0, 0, False)
 
     def _canon(self, actors: list[Actor]) -> tuple[Actor, ...]:
         """Symmetry reduction: workers are interchangeable, so their order is sorted."""
@@ -284,7 +285,7 @@ class Machine:
     def _set(self, s: State, i: int, a: Actor) -> State:
         actors = list(s.actors)
         actors[i] = a
-        return State(s[0], s[1], s[2], self._canon(actors), s[4], s[5], s[6], s[7], s[8])
+        return State(s[0], s[1], s[2], self._canon(actors), s[4], s[5], s[6], s[7], s[8], s[9])
 
     def _moved(self, actors: tuple[Actor, ...], skip: int) -> tuple[Actor, ...]:
         """The clock moved: every actor right after a clock read is now frozen there.
@@ -391,7 +392,7 @@ class Machine:
             world = (*s.world, (s.clock, frozen)) if lands else s.world
             found = list(base)
             if lands and len(world) > 1 + s.reopened:
-                residual = any(f for _, f in world)
+                residual = s.frozen or frozen
                 found.append(
                     Violation(
                         "at_most_one_accepted",
@@ -406,7 +407,9 @@ class Machine:
                 answer = Answer(("perform", outcome, overtaken, s.clock), done)
                 out.append(
                     self._after(
-                        State(s[0], world, s[2], s[3], s[4], s[5], s[6], s[7], s[8]),
+                        State(
+                            s[0], world, s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9] or frozen
+                        ),
                         i,
                         a,
                         op,
@@ -436,11 +439,11 @@ class Machine:
                     isinstance(op, Transition) and i == self.n + 1 and op.new.status is S.FAILED
                 )
                 child = State(
-                    result.store, s[1], s[2], s[3], s[4], s[5], fails, s[7] + reopen, s[8] + 1
+                    result.store, s[1], s[2], s[3], s[4], s[5], fails, s[7] + reopen, s[8] + 1, s[9]
                 )
                 found = self._check_write(s, child, i, a, op)
             else:
-                child = State(result.store, s[1], s[2], s[3], s[4], s[5], fails, s[7], s[8])
+                child = State(result.store, s[1], s[2], s[3], s[4], s[5], fails, s[7], s[8], s[9])
             label = name if mode == OK else f"{name}={mode}"
             out.append(
                 self._after(child, i, a, op, result.answer, label, violations=found, fence=fence)
@@ -503,7 +506,7 @@ class Machine:
                 Violation(
                     "failed_means_absent",
                     f"{name} recorded failed while the world holds {len(s.world)} accepted effect(s)",
-                    any(f for _, f in s.world),
+                    s.frozen,
                 )
             )
         if after.status in (S.CLAIMED, S.EXECUTING) and after.lease_expires_at <= s.clock:
@@ -524,7 +527,7 @@ class Machine:
         its end with truthful verdicts; the effect must then be confirmed (and
         in the world), failed (and not in it), in review or abandoned.
         """
-        key = (s.store, s.world, s.clock)
+        key = (s.store, s.world, s.clock, s.frozen)
         if key in self._final:
             return self._final[key]
         found = self._settle(s)
@@ -536,7 +539,7 @@ class Machine:
         tick = Tick(clock, clock, True)
         sid = s.store
         record = self.ledger.record(sid)
-        residual = any(f for _, f in s.world)
+        residual = s.frozen
         if record is not None and record.status in OPEN_STATUSES:
             nid = self.trie.root(self.program(self.n, 99))
             while self.trie.ended(nid) is None:

@@ -203,3 +203,29 @@ def test_two_workers_a_reconciler_and_a_reviewer_explore_clean() -> None:
     assert report.ok, report.summary()
     assert report.complete and report.states > 100_000 and report.quiescent > 0
     assert "at_most_one_accepted" in report.residuals  # the documented residual, accepted
+
+
+#: Found by the explorer in the real protocol (docs/explore.md, "What it found"):
+#: an overtaken owner's alarm moves a live attempt to review; a reviewer who
+#: sees nothing in the world says "not happened" while that attempt's owner,
+#: past its lease check, still performs. The ledger then says failed while
+#: the world holds the effect.
+ALARM_TRACE = (
+    "w1 w2 w1 w1=absent w1 w1 w1 w1 w1=refused w1=absent reconcile+start reconcile "
+    "clock+expire reconcile reconcile=absent reconcile w2 w1 w2=absent w2 w2 w2 w2 w1 w1 "
+    "reviewer+not_happened w2=ok+overtaken w2 reviewer reviewer reviewer"
+)
+
+
+def test_the_alarm_and_review_gap_the_explorer_found_still_replays() -> None:
+    """Pins the open finding: when it is fixed, this trace stops breaking
+    ``settles_truthfully`` (or stops being possible) and this test says so."""
+    bounds = Bounds(
+        workers=2, crashes=2, ticks=1, failed_writes=0, reviews=1, verify_after_claim=False
+    )
+    steps = replay(ALARM_TRACE, bounds, build(None))
+    broken = [v for _, vs in steps for v in vs]
+    assert [v.invariant for v in broken if not v.residual] == ["settles_truthfully"], steps
+    text = "\n".join(t for t, _ in steps)
+    assert "w1: transition executing/2 -> needs_review" in text
+    assert "w2: perform under fence 2 -> ok+overtaken" in text

@@ -48,6 +48,7 @@ class Finding:
     residual: bool
     trace: tuple[str, ...]
     steps: tuple[str, ...] = ()
+    flags: str = ""
 
     @property
     def trace_text(self) -> str:
@@ -57,7 +58,7 @@ class Finding:
         kind = "known residual" if self.residual else "VIOLATION"
         lines = [f"{kind}: {self.invariant}: {self.message}", f"trace ({len(self.trace)} steps):"]
         lines += [f"  {n:>3}. {line}" for n, line in enumerate(self.steps, 1)]
-        lines.append(f"replay: actonce explore --trace '{self.trace_text}'")
+        lines.append(f"replay: actonce explore {self.flags}--trace '{self.trace_text}'")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -275,7 +276,25 @@ def _finding(
     if canonical:
         trace = physical(trace, bounds, build)
     steps = tuple(text for text, _ in replay(trace, bounds, build))
-    return Finding(v.invariant, v.message, v.residual, trace, steps)
+    return Finding(v.invariant, v.message, v.residual, trace, steps, flags(bounds, build.name))
+
+
+def flags(bounds: Bounds, build: str) -> str:
+    """The command-line options that give ``bounds`` and the build (for a replay line)."""
+    b, d = bounds, Bounds()
+    out = []
+    for name in ("workers", "runs", "reconciles", "reviews", "crashes", "failed_writes", "ticks"):
+        if getattr(b, name) != getattr(d, name):
+            out.append(f"--{name.replace('_', '-')} {getattr(b, name)}")
+    if b.performs != d.performs:
+        out.append(f"--performs {','.join(b.performs)}")
+    if not b.verify_after_claim:
+        out.append("--direct-claim")
+    if not b.review_binds_attempt:
+        out.append("--stale-review")
+    if build != "real":
+        out.append(f"--fault {build}")
+    return "".join(f"{o} " for o in out)
 
 
 def random_walks(

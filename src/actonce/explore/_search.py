@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,29 +237,43 @@ def _note(
         report.residual_steps += 1
         if v.invariant not in report.residuals:
             trace = tuple(_trace(parents, s) + ([] if step is None else [step.label]))
-            report.residuals[v.invariant] = _finding(v, trace, bounds, build)
+            report.residuals[v.invariant] = _finding(v, trace, bounds, build, m)
         return False
     trace = tuple(_trace(parents, s) + ([] if step is None else [step.label]))
-    report.violations.append(_finding(v, trace, bounds, build))
+    report.violations.append(_finding(v, trace, bounds, build, m))
     return True
 
 
-def physical(trace: tuple[str, ...], bounds: Bounds, build: Build) -> tuple[str, ...]:
+def physical(m: Machine, trace: tuple[str, ...]) -> tuple[str, ...]:
     """A trace of the symmetric search, with each worker named as the same worker throughout.
 
     The search keeps workers sorted (they are interchangeable), so its ``w1``
-    is "the first worker in sorted order" at each step; this names them.
+    is "the first worker in sorted order" at each step; this follows each
+    worker through the sorts and names it by the place it started at. ``m``
+    is the search's own machine: the sorted order depends on its positions.
     """
-    m = Machine(bounds, build, symmetric=False)
+    n = m.n
     s = m.initial()
+    perm = list(range(n))  # canonical place -> worker
     out: list[str] = []
     for label in trace:
         who, sep, rest = _split(m, label)
-        if who.startswith("w") and who[1:].isdigit():
-            label = f"w{m.order(s)[int(who[1:]) - 1] + 1}{sep}{rest}"
-        steps = {step.label: step for step in m.successors(s)}
-        out.append(label)
-        s = steps[label].state
+        child = {step.label: step for step in m.successors(s)}[label].state
+        old = list(s.actors[:n])
+        if child.clock != s.clock:  # a jump or a sleep: who was right after a clock read is frozen
+            old = [a._replace(win=3) if a.win == 1 else a for a in old]
+        unsorted = old
+        if who in m.names[:n]:
+            k = m.names.index(who)
+            out.append(f"w{perm[k] + 1}{sep}{rest}")
+            moved = Counter(child.actors[:n])
+            moved.subtract(Counter(old[:k] + old[k + 1 :]))
+            unsorted = [*old[:k], next(a for a, c in moved.items() if c > 0), *old[k + 1 :]]
+        else:
+            out.append(label)
+        order = sorted(range(n), key=lambda j: unsorted[j])
+        perm = [perm[order[p]] for p in range(n)]
+        s = child
     return tuple(out)
 
 
@@ -271,10 +286,10 @@ def _split(m: Machine, label: str) -> tuple[str, str, str]:
 
 
 def _finding(
-    v: Violation, trace: tuple[str, ...], bounds: Bounds, build: Build, *, canonical: bool = True
+    v: Violation, trace: tuple[str, ...], bounds: Bounds, build: Build, m: Machine | None = None
 ) -> Finding:
-    if canonical:
-        trace = physical(trace, bounds, build)
+    if m is not None:
+        trace = physical(m, trace)
     steps = tuple(text for text, _ in replay(trace, bounds, build))
     return Finding(v.invariant, v.message, v.residual, trace, steps, flags(bounds, build.name))
 
@@ -337,7 +352,7 @@ def random_walks(
         report.depth = max(report.depth, len(labels))
         if found is not None:
             report.found_at_walk = k
-            report.violations.append(_finding(found, tuple(labels), bounds, build, canonical=False))
+            report.violations.append(_finding(found, tuple(labels), bounds, build))
             break
         if progress is not None and report.walks % 200 == 0:
             progress(report.walks, 0, time.perf_counter() - started)

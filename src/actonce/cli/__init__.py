@@ -8,7 +8,7 @@ Exit codes, for every command: 0 done; 1 an error (one line on stderr); 2 a
 bad command line; 3 ``reconcile`` left effects open or unverifiable (run it
 again later, or review them); 130 interrupted. ``approve`` and ``deny``: 0
 accepted, or the same answer again (nothing changed); 1 refused, the reason
-on one line on stderr. ``demo``, ``chaos``, ``sandbox`` and ``console``
+on one line on stderr. ``demo``, ``chaos``, ``explore``, ``sandbox`` and ``console``
 document their own.
 """
 

@@ -25,6 +25,7 @@ from ._rules.intents import Intent, IntentStatus
 from ._rules.keys import EffectKey
 from ._rules.model import Event
 from ._run import approvals as gen
+from ._run.reads import limit_of
 from ._store.records import IntentRow
 
 if TYPE_CHECKING:
@@ -46,12 +47,6 @@ def signing_keys_from_env() -> SigningKeys | None:
         except OSError as exc:
             raise UsageError(f"cannot read {source}: {exc.strerror}") from None
     return SigningKeys.parse(text, source) if text else None
-
-
-def _limit(limit: Any) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1_000_000:
-        raise UsageError(f"limit must be a whole number from 1 to 1,000,000, not {limit!r}")
-    return limit
 
 
 def _intent_status(status: IntentStatus | str | None) -> IntentStatus | None:
@@ -125,7 +120,7 @@ class Intents:
         limit: int = 100,
     ) -> builtins.list[IntentRow]:
         """Intent versions, oldest first: the current ones by default (``None``: every version)."""
-        return self._ledger._drive(gen.list_intents(_intent_status(status), user, _limit(limit)))
+        return self._ledger._drive(gen.list_intents(_intent_status(status), user, limit_of(limit)))
 
     def history(self, intent_id: str) -> builtins.list[Event]:
         """Everything that happened to an intent, oldest first (creation, revisions)."""
@@ -162,7 +157,7 @@ class AsyncIntents:
         limit: int = 100,
     ) -> builtins.list[IntentRow]:
         """See :meth:`Intents.list`."""
-        steps = gen.list_intents(_intent_status(status), user, _limit(limit))
+        steps = gen.list_intents(_intent_status(status), user, limit_of(limit))
         return await self._ledger._drive(steps)
 
     async def history(self, intent_id: str) -> builtins.list[Event]:
@@ -278,7 +273,7 @@ class Approvals(_KeysBase):
         limit: int = 100,
     ) -> builtins.list[Packet]:
         """Packets, oldest first (optionally of one status, one user, one effect key)."""
-        steps = gen.list_packets(_statuses(status), user, _limit(limit), _key(key))
+        steps = gen.list_packets(_statuses(status), user, limit_of(limit), _key(key))
         return self._ledger._drive(steps)
 
     def history(self, packet_id: str) -> builtins.list[Event]:
@@ -384,7 +379,7 @@ class AsyncApprovals(_KeysBase):
         limit: int = 100,
     ) -> builtins.list[Packet]:
         """See :meth:`Approvals.list`."""
-        steps = gen.list_packets(_statuses(status), user, _limit(limit), _key(key))
+        steps = gen.list_packets(_statuses(status), user, limit_of(limit), _key(key))
         return await self._ledger._drive(steps)
 
     async def history(self, packet_id: str) -> builtins.list[Event]:

@@ -47,7 +47,7 @@ from .._rules.model import (
     new_record,
 )
 from .._rules.text import storable_data, world_text
-from .._store.gated_ops import approval_event_key
+from .._store.history import approval_event_key
 from .ops import (
     NOW,
     PRECONDITION,

@@ -25,7 +25,7 @@ from .._rules.model import EffectRecord, Event, Outcome, RunResult, Status
 from .._rules.operations import Assessment, Next, OperationState, Role, StepState, assess
 from .._rules.receipts import Receipt, StepView, build_receipt
 from .._store.records import IntentRow
-from .drive import Callables
+from .callables import Callables
 from .effect import Plan
 from .ops import NOW, Events, Get, Op, RunEffect, StoreOp, Tick
 

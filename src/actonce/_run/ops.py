@@ -217,7 +217,7 @@ class RunEffect:
     """
 
     plan: Any  # actonce._run.effect.Plan (that module imports this one)
-    fns: Any  # actonce._run.drive.Callables
+    fns: Any  # actonce._run.callables.Callables
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ __all__ = [
     "event_from_row",
     "event_params",
     "item_from_row",
+    "json_text",
     "lease_from_row",
     "record_from_row",
     "record_params",
@@ -58,6 +59,11 @@ EVENT_COLUMNS = (
     "message",
     "data",
 )
+
+
+def json_text(value: Any) -> str:
+    """A domain object's JSON as stored in its row: sorted keys, no spaces."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def record_params(r: EffectRecord) -> tuple[Any, ...]:

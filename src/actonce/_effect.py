@@ -24,7 +24,7 @@ from ._rules.keys import (
 )
 from ._rules.model import EffectRecord, Policy, Verdict
 from ._rules.secrets import FingerprintKey, check_secret_fields
-from ._run.effect import Plan
+from ._run.plan import Plan
 
 __all__ = [
     "Effect",

@@ -42,9 +42,10 @@ from ._run import operation, reads, review
 from ._run.callables import Callables
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Driver
-from ._run.effect import Plan, reconcile_effect, run_effect
+from ._run.effect import reconcile_effect, run_effect
 from ._run.heartbeat import Heartbeats
 from ._run.ops import Duplicates, Op
+from ._run.plan import Plan
 from ._run.reads import Cursor, StatusFilter
 from ._run.reconcile import Work, check_progress, failed, triage
 from ._run.telemetry import Telemetry

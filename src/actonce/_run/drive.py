@@ -40,7 +40,7 @@ from .callables import (
     unavailable,
 )
 from .clock import Clock
-from .effect import Plan, run_effect
+from .effect import run_effect
 from .heartbeat import STEP_CHECK, Heartbeats
 from .ops import (
     AppendEvent,
@@ -63,6 +63,7 @@ from .ops import (
     Verified,
     Verify,
 )
+from .plan import Plan
 from .telemetry import Telemetry, TelemetryRun, TelemetryScope, fingerprint, origin_of, step_of
 from .telemetry import step_result as _step_result
 

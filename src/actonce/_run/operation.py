@@ -26,8 +26,8 @@ from .._rules.operations import Assessment, Next, OperationState, Role, StepStat
 from .._rules.receipts import Receipt, StepView, build_receipt
 from .._store.records import IntentRow
 from .callables import Callables
-from .effect import Plan
 from .ops import NOW, Events, Get, Op, RunEffect, StoreOp, Tick
+from .plan import Plan
 
 __all__ = [
     "OperationPlan",

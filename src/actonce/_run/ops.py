@@ -216,7 +216,7 @@ class RunEffect:
     step's own callables, nested in the operation it belongs to.
     """
 
-    plan: Any  # actonce._run.effect.Plan (that module imports this one)
+    plan: Any  # actonce._run.plan.Plan (that module imports this one)
     fns: Any  # actonce._run.callables.Callables
 
 

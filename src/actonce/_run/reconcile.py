@@ -17,7 +17,8 @@ from .._rules.errors import UsageError
 from .._rules.model import EffectRecord, Outcome, RunResult
 from .._rules.text import world_text
 from .callables import Callables
-from .effect import Plan, needs_reconcile
+from .effect import needs_reconcile
+from .plan import Plan
 
 __all__ = ["Lookup", "Work", "check_progress", "failed", "triage"]
 

@@ -40,7 +40,7 @@ from .outcome import finish, result_of
 from .perform import perform_once
 from .plan import Plan, State
 from .points import CrashPoint as P
-from .writes import abort_before_perform, amend, event_of, fresh_record
+from .writes import TYPE_OF, abort_before_perform, event_of, fresh_record
 
 __all__ = ["claim_effect", "is_gated", "refresh_gate"]
 
@@ -53,15 +53,16 @@ def claim_effect(plan: Plan, st: State, obs: d.Observation) -> Generator[Op, Any
             ok = yield PRECONDITION
         except HardStop as exc:
             reason = world_text(exc.reason, plan.secrets)
-            event = event_of(plan, st.record, EventType.HARD_STOP, st.tick.now)
-            yield AppendEvent(amend(event, message=reason))
+            yield AppendEvent(
+                event_of(plan, st.record, EventType.HARD_STOP, st.tick.now, message=reason)
+            )
             return result_of(Outcome.HARD_STOP, st.record, reason, st)
         st.precondition_checked = True
         if not ok:
             act = d.decide(Sit.PRECONDITION_FALSE, obs)  # STOP: end without claiming
             why = "precondition no longer holds"
-            event = event_of(plan, st.record, EventType.PRECONDITION_FAILED, st.tick.now)
-            yield AppendEvent(amend(event, message=why))
+            failed = EventType.PRECONDITION_FAILED
+            yield AppendEvent(event_of(plan, st.record, failed, st.tick.now, message=why))
             return finish(st, act, Sit.PRECONDITION_FALSE, why)
     gate = plan.gate
     if gate is not None and gate.approval is not None and plan.has_refresh:
@@ -85,8 +86,11 @@ def claim_effect(plan: Plan, st: State, obs: d.Observation) -> Generator[Op, Any
     now = st.tick.now
     created = None if prev is None else prev.created_at
     new = fresh_record(plan, now, status, fence=fence, created_at=created, gated=is_gated(gate))
-    event = amend(
-        event_of(plan, new, EventType(status.value), now),
+    event = event_of(
+        plan,
+        new,
+        TYPE_OF[status],
+        now,
         from_status=None if prev is None else prev.status,
         to_status=status,
         message=f"attempt {fence}",
@@ -101,8 +105,10 @@ def claim_effect(plan: Plan, st: State, obs: d.Observation) -> Generator[Op, Any
     if claim.refused is not None:
         refusal = claim.refused
         why = world_text(refusal.reason, plan.secrets)
-        refused = event_of(plan, claim.record, EventType.CLAIM_REFUSED, now)
-        yield AppendEvent(amend(refused, message=why, data={"waiting": refusal.waiting}))
+        yield AppendEvent(
+            event_of(plan, claim.record, EventType.CLAIM_REFUSED, now, message=why,
+                     data={"waiting": refusal.waiting})
+        )  # fmt: skip
         if gate is not None and gate.approval is not None and not refusal.waiting:
             # The approval's own history says it was presented and refused, too.
             yield AppendEvent(
@@ -125,8 +131,8 @@ def claim_effect(plan: Plan, st: State, obs: d.Observation) -> Generator[Op, Any
     st.record = claim.record
     st.verdict = None
     if not claim.acquired:
-        held = event_of(plan, claim.record, EventType.CLAIM_REJECTED, now)
-        yield AppendEvent(amend(held, message=f"held by {claim.record.owner}"))
+        held = f"held by {claim.record.owner}"
+        yield AppendEvent(event_of(plan, claim.record, EventType.CLAIM_REJECTED, now, message=held))
         return None
     st.my_fence = fence
     if direct:
@@ -172,15 +178,14 @@ def refresh_gate(plan: Plan, st: State, gate: Gate) -> Generator[Op, Any, Gate |
     verdict = judge(
         refreshed.facts, ceiling=packet.ceiling, currency=packet.currency, now=st.tick.now
     )
-    note = event_of(plan, st.record, EventType.FACTS_REFRESHED, st.tick.now)
     facts = None if refreshed.facts is None else facts_json(refreshed.facts)
     why = verdict.reason or "within the approved boundary"
     if refreshed.error:
         why = f"{why}: {refreshed.error}"
     why = world_text(why, plan.secrets)
-    yield AppendEvent(
-        amend(note, message=why, data=storable_data({"facts": facts, "packet": packet.packet_id}))
-    )
+    data = storable_data({"facts": facts, "packet": packet.packet_id})
+    note = event_of(plan, st.record, EventType.FACTS_REFRESHED, st.tick.now, message=why, data=data)
+    yield AppendEvent(note)
     if verdict.covered:
         amount = verdict.amount if verdict.amount is not None else gate.amount
         return replace(gate, amount=amount, facts=refreshed.facts or ())

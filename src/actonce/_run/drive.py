@@ -58,7 +58,6 @@ from .ops import (
     RunEffect,
     Sleep,
     Steps,
-    Tick,
     Transition,
     Verified,
     Verify,
@@ -167,8 +166,7 @@ class Driver:
         store = self.store
         kind = type(op)
         if kind is Now:
-            clock = self.clock
-            return Tick(clock.now(), clock.monotonic(), clock.trusted())
+            return tick(self.clock)
         if kind is Get:
             return store.get(op.key)
         if kind is Verify:
@@ -178,8 +176,7 @@ class Driver:
                 return stopped(exc, tick(self.clock))
             except Exception as exc:
                 verdict = unavailable(exc)
-            clock = self.clock
-            return Verified(verdict, Tick(clock.now(), clock.monotonic(), clock.trusted()))
+            return Verified(verdict, tick(self.clock))
         if kind is Transition:
             if op.before is not None:
                 points.hit(op.before)

@@ -43,7 +43,7 @@ from .verify import (
     stop_before_boundary,
     verify_round,
 )
-from .writes import amend, event_of
+from .writes import event_of
 
 __all__ = ["Plan", "Steps", "needs_reconcile", "reconcile_effect", "run_effect"]
 
@@ -60,8 +60,8 @@ def run_effect(plan: Plan) -> Steps:
     tick: Tick = yield NOW
     record: EffectRecord | None = yield Get(plan.key)
     if record is not None and record.payload_hash != plan.payload_hash:
-        event = event_of(plan, record, EventType.PAYLOAD_MISMATCH, tick.now)
-        yield AppendEvent(amend(event, message=f"refused payload {plan.payload_hash}"))
+        why = f"refused payload {plan.payload_hash}"
+        yield AppendEvent(event_of(plan, record, EventType.PAYLOAD_MISMATCH, tick.now, message=why))
         raise PayloadMismatch(plan.key, record.payload_hash, plan.payload_hash)
     return (yield from _loop(plan, record, tick, reconcile=False))
 

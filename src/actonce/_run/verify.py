@@ -23,7 +23,7 @@ from .ops import VERIFY, AppendEvent, Claim, Evidence, Op, Sleep, Verified
 from .outcome import finish, perform_data, reason_of, result_of
 from .plan import Plan, State, Steps
 from .points import CrashPoint as P
-from .writes import RECORDED, amend, event_of, fresh_record, lease_back, move
+from .writes import RECORDED, TYPE_OF, event_of, fresh_record, lease_back, move
 
 __all__ = [
     "apply_move",
@@ -92,8 +92,8 @@ def stop_before_boundary(plan: Plan, st: State) -> Steps:
         why = f"hard stop before perform: {reason}; released: nothing was performed"
         yield from move(plan, st, Status.FAILED, why, before=P.BEFORE_RECORD)
     else:
-        event = event_of(plan, record, EventType.HARD_STOP, st.tick.now)
-        yield AppendEvent(amend(event, message=f"seen by verification: {reason}"))
+        why = f"seen by verification: {reason}"
+        yield AppendEvent(event_of(plan, record, EventType.HARD_STOP, st.tick.now, message=why))
     return result_of(Outcome.HARD_STOP, st.record, f"hard stop: {reason}", st)
 
 
@@ -101,8 +101,8 @@ def defer(plan: Plan, st: State, sit: d.Situation) -> Steps:
     verdict = st.verdict
     if isinstance(verdict, Unavailable):
         why = world_text(verdict.reason, plan.secrets)
-        event = event_of(plan, st.record, EventType.VERIFICATION_UNAVAILABLE, st.tick.now)
-        yield AppendEvent(amend(event, message=why))
+        unavailable = EventType.VERIFICATION_UNAVAILABLE
+        yield AppendEvent(event_of(plan, st.record, unavailable, st.tick.now, message=why))
         reason = f"verification unavailable: {why}"
     elif not st.tick.trusted:
         reason = "the ledger clock stepped: another owner's lease counts as live"
@@ -121,10 +121,10 @@ def record_confirmed(plan: Plan, st: State) -> Generator[Op, Any, bool]:
         data["evidence"] = world_text(st.evidence, plan.secrets, limit=500)
     if st.record is None:
         new = fresh_record(plan, st.tick.now, Status.CONFIRMED, fence=1, result_ref=ref, matches=1)
-        event = event_of(plan, new, EventType.CONFIRMED, st.tick.now)
-        event = amend(
-            event, to_status=Status.CONFIRMED, message="result existed before any claim", data=data
-        )
+        event = event_of(
+            plan, new, EventType.CONFIRMED, st.tick.now, to_status=Status.CONFIRMED,
+            message="result existed before any claim", data=data,
+        )  # fmt: skip
         claim = yield Claim(new, None, event, before=P.BEFORE_RECORD, after=RECORDED)
         st.record = claim.record
         return bool(claim.acquired)
@@ -160,11 +160,8 @@ def apply_move(plan: Plan, st: State, act: d.Action) -> Generator[Op, Any, bool]
         if st.record is None:
             check_transition(None, to)
             new = fresh_record(plan, st.tick.now, to, fence=1, **changes)
-            event = amend(
-                event_of(plan, new, EventType(to.value), st.tick.now),
-                to_status=to,
-                message=reason,
-                data=data,
+            event = event_of(
+                plan, new, TYPE_OF[to], st.tick.now, to_status=to, message=reason, data=data
             )
             claim = yield Claim(new, None, event, before=P.BEFORE_RECORD, after=RECORDED)
             st.record = claim.record
@@ -193,10 +190,8 @@ def raise_alarm(plan: Plan, st: State) -> Generator[Op, Any, bool]:
     if record.status in (Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED):
         # Nothing more cautious to move to (a terminal status is a human's
         # or a verifier's to change): say it in the history.
-        event = amend(
-            event_of(plan, record, EventType.OVERTAKEN, st.tick.now), message=reason, data=data
-        )
-        yield AppendEvent(event)
+        overtaken = EventType.OVERTAKEN
+        yield AppendEvent(event_of(plan, record, overtaken, st.tick.now, message=reason, data=data))
         return True
     return (
         yield from move(plan, st, Status.NEEDS_REVIEW, reason, data=data, before=P.BEFORE_RECORD)

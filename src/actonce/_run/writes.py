@@ -34,7 +34,6 @@ __all__ = [
     "RECORDED",
     "TYPE_OF",
     "abort_before_perform",
-    "amend",
     "event_of",
     "fresh_record",
     "lease_back",
@@ -120,26 +119,24 @@ def fresh_record(
     return record
 
 
-def event_of(plan: Plan, record: EffectRecord | None, type_: EventType, now: float) -> Event:
+def event_of(
+    plan: Plan,
+    record: EffectRecord | None,
+    type_: EventType,
+    now: float,
+    *,
+    from_status: Status | None = None,
+    to_status: Status | None = None,
+    message: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> Event:
+    """An event of this run about ``record`` (attempt 0 without one), built once."""
     fence = 0 if record is None else record.fence
-    event: Event = new_event(plan.key, type_, now, fence, plan.run_id, None, None, None, {}, None)
+    event: Event = new_event(
+        plan.key, type_, now, fence, plan.run_id, from_status, to_status, message,
+        {} if data is None else data, None,
+    )  # fmt: skip
     return event
-
-
-def amend(event: Event, **changes: Any) -> Event:
-    new: Event = new_event(
-        event.key,
-        event.type,
-        event.at,
-        event.fence,
-        event.run_id,
-        changes.get("from_status", event.from_status),
-        changes.get("to_status", event.to_status),
-        changes.get("message", event.message),
-        changes.get("data", event.data),
-        None,
-    )
-    return new
 
 
 def lease_back(st: State) -> dict[str, Any]:

@@ -61,9 +61,14 @@ EVENT_COLUMNS = (
 )
 
 
+# ``json.dumps`` with options makes an encoder per call: these are made once.
+_ROW_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_EVENT_DATA = json.JSONEncoder(sort_keys=True)
+
+
 def json_text(value: Any) -> str:
     """A domain object's JSON as stored in its row: sorted keys, no spaces."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _ROW_JSON.encode(value)
 
 
 def record_params(r: EffectRecord) -> tuple[Any, ...]:
@@ -159,7 +164,7 @@ def event_params(e: Event) -> tuple[Any, ...]:
         None if e.from_status is None else e.from_status.value,
         None if e.to_status is None else e.to_status.value,
         e.message,
-        json.dumps(e.data, sort_keys=True) if e.data else None,
+        _EVENT_DATA.encode(e.data) if e.data else None,
     )
 
 

@@ -50,6 +50,11 @@ __all__ = ["Plan", "Steps", "needs_reconcile", "reconcile_effect", "run_effect"]
 Sit, Act = d.Situation, d.Action
 _MAX_STEPS = 40
 _RECONCILABLE = frozenset({Sit.STALE_CLAIM, Sit.ORPHANED, Sit.UNKNOWN})
+# The actions the loop tells apart, as module globals (an enum class's attribute
+# hook makes ``Act.VERIFY`` several times slower to look up than a global).
+_VERIFY, _EXECUTE, _CLAIM, _DEFER = Act.VERIFY, Act.EXECUTE, Act.CLAIM, Act.DEFER
+_RECORD_CONFIRMED, _ALARM = Act.RECORD_CONFIRMED, Act.ALARM
+_MOVES, _decide = d.MOVES, d.decide
 
 
 # --- entry points ---------------------------------------------------------------
@@ -88,35 +93,35 @@ def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: boo
     for _ in range(_MAX_STEPS):
         sit = st.situation()
         obs = st.observation(plan.policy)
-        act = d.decide(sit, obs)
-        if act is Act.VERIFY:
+        act = _decide(sit, obs)
+        if act is _VERIFY:
             yield from verify_round(plan, st, sit)
             if st.hard_stop is not None and not st.performed and not reconcile:
                 return (yield from stop_before_boundary(plan, st))
             continue
-        if act is Act.EXECUTE:
+        if act is _EXECUTE:
             yield from mark_and_perform(plan, st)
             continue
-        if act is Act.CLAIM:
+        if act is _CLAIM:
             if reconcile or st.hard_stop is not None or st.performed:
                 return finish(st, act, sit, claim_refused(st))
             result = yield from claim_effect(plan, st, obs)
             if result is not None:
                 return result
             continue
-        if act is Act.RECORD_CONFIRMED:
+        if act is _RECORD_CONFIRMED:
             moved = yield from record_confirmed(plan, st)
-        elif act is Act.ALARM:
+        elif act is _ALARM:
             moved = yield from raise_alarm(plan, st)
-        elif act in d.MOVES:
+        elif act in _MOVES:
             moved = yield from apply_move(plan, st, act)
-        elif act is Act.DEFER:
+        elif act is _DEFER:
             return (yield from defer(plan, st, sit))
         else:  # FINISHED, HOLD: nothing to write
             return finish(st, act, sit, held_reason(st, act))
         if moved:
             outcome = st.end(act, sit)
             if outcome is not None:
-                reason = None if act is Act.RECORD_CONFIRMED else reason_of(plan, act, st)
+                reason = None if act is _RECORD_CONFIRMED else reason_of(plan, act, st)
                 return result_of(outcome, st.record, reason, st)
     return result_of(Outcome.DEFERRED, st.record, "the record kept changing; try again", st)

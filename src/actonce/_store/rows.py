@@ -76,7 +76,7 @@ def record_params(r: EffectRecord) -> tuple[Any, ...]:
     return (
         r.key,
         r.kind,
-        r.status.value,
+        r.status._value_,  # the plain attribute: ``.value`` is a property, on the hot path
         r.fence,
         r.owner,
         r.lease_expires_at,
@@ -157,12 +157,12 @@ def event_params(e: Event) -> tuple[Any, ...]:
     """Values of ``EVENT_COLUMNS`` for ``e``."""
     return (
         e.key,
-        e.type.value,
+        e.type._value_,
         e.at,
         e.fence,
         e.run_id,
-        None if e.from_status is None else e.from_status.value,
-        None if e.to_status is None else e.to_status.value,
+        None if e.from_status is None else e.from_status._value_,
+        None if e.to_status is None else e.to_status._value_,
         e.message,
         _EVENT_DATA.encode(e.data) if e.data else None,
     )

@@ -533,7 +533,7 @@ class SQLiteStore:
 
 def _cas_params(new: EffectRecord, expect: tuple[Status, int]) -> tuple[Any, ...]:
     values = record_params(new)
-    return (*values[1:], new.key, expect[0].value, expect[1])
+    return (*values[1:], new.key, expect[0]._value_, expect[1])
 
 
 def _cas(
@@ -544,7 +544,7 @@ def _cas(
     clause, positions = q.cas_set(fields)
     values = record_params(new)
     text = f"UPDATE effects SET {clause} WHERE key = ? AND status = ? AND fence = ?"
-    return text, (*(values[i] for i in positions), new.key, expect[0].value, expect[1])
+    return text, (*(values[i] for i in positions), new.key, expect[0]._value_, expect[1])
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

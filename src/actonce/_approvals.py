@@ -14,7 +14,7 @@ import builtins
 import os
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._effect import new_run_id
 from ._rules.approvals import AnswerResult, ApprovalStatus, Decision, Packet, SigningKeys
@@ -25,11 +25,9 @@ from ._rules.intents import Intent, IntentStatus
 from ._rules.keys import EffectKey
 from ._rules.model import Event
 from ._run import approvals as gen
+from ._run.drive import AsyncDrives, Drives
 from ._run.reads import limit_of
 from ._store.records import IntentRow
-
-if TYPE_CHECKING:
-    from ._ledger import AsyncLedger, Ledger
 
 __all__ = ["Approvals", "AsyncApprovals", "AsyncIntents", "Intents", "signing_keys_from_env"]
 
@@ -93,7 +91,7 @@ class _KeysBase:
 class Intents:
     """Versioned intents of a :class:`~actonce.Ledger` (``ledger.intents``)."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Drives) -> None:
         self._ledger = ledger
 
     def put(self, intent: Intent) -> Intent:
@@ -130,7 +128,7 @@ class Intents:
 class AsyncIntents:
     """Versioned intents of an :class:`~actonce.AsyncLedger`; same names as :class:`Intents`."""
 
-    def __init__(self, ledger: AsyncLedger) -> None:
+    def __init__(self, ledger: AsyncDrives) -> None:
         self._ledger = ledger
 
     async def put(self, intent: Intent) -> Intent:
@@ -168,7 +166,7 @@ class AsyncIntents:
 class Approvals(_KeysBase):
     """Approval packets of a :class:`~actonce.Ledger` (``ledger.approvals``)."""
 
-    def __init__(self, ledger: Ledger, keys: SigningKeys | None) -> None:
+    def __init__(self, ledger: Drives, keys: SigningKeys | None) -> None:
         super().__init__(keys)
         self._ledger = ledger
 
@@ -293,7 +291,7 @@ class Approvals(_KeysBase):
 class AsyncApprovals(_KeysBase):
     """Approval packets of an :class:`~actonce.AsyncLedger`; same names as :class:`Approvals`."""
 
-    def __init__(self, ledger: AsyncLedger, keys: SigningKeys | None) -> None:
+    def __init__(self, ledger: AsyncDrives, keys: SigningKeys | None) -> None:
         super().__init__(keys)
         self._ledger = ledger
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Generator
+from typing import Any, Protocol, TypeVar
 
 from .._rules.errors import ActOnceError, HardStop, LedgerError
 from .._rules.model import RunResult, Status
@@ -50,6 +51,7 @@ from .ops import (
     Hook,
     Hooked,
     Now,
+    Op,
     Perform,
     Performed,
     Point,
@@ -66,7 +68,21 @@ from .plan import Plan
 from .telemetry import Telemetry, TelemetryRun, TelemetryScope, fingerprint, origin_of, step_of
 from .telemetry import step_result as _step_result
 
-__all__ = ["AsyncDriver", "Driver"]
+__all__ = ["AsyncDriver", "AsyncDrives", "Driver", "Drives"]
+
+T = TypeVar("T")
+
+
+class Drives(Protocol):
+    """What a facade over a ledger (``ledger.intents``, ``ledger.budgets``) needs of it."""
+
+    def _drive(self, steps: Generator[Op, Any, T]) -> T: ...
+
+
+class AsyncDrives(Protocol):
+    """:class:`Drives`, of an async ledger."""
+
+    async def _drive(self, steps: Generator[Op, Any, T]) -> T: ...
 
 
 # --- the sync driver ---------------------------------------------------------------

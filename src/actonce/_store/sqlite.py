@@ -73,7 +73,7 @@ _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE
 
 
 class _reads(Generic[P, T]):
-    """A read primitive written as statement work (see ``gated_ops``)."""
+    """A read primitive written as statement work (see ``stmts``)."""
 
     def __init__(self, work: Callable[P, Work[T]]) -> None:
         self.work = work
@@ -397,7 +397,7 @@ class SQLiteStore:
     def _write_work(self, work: Work[T]) -> T:
         return self._write(lambda c: (True, run_sqlite(c, work)))
 
-    # --- intents, approvals, holds (see gated_ops) --------------------------------
+    # --- intents, approvals, holds, budgets, operations (the *_ops modules) ------
 
     intent_get = _reads(intent_ops.intent_get)
     intent_chain = _reads(intent_ops.intent_chain)

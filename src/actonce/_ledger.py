@@ -443,6 +443,20 @@ class Ledger(_Base):
     def receipt(self, op_id: str) -> Receipt | None:
         """The receipt of an operation (``None`` until it stood still in a final state)."""
         return self._drive(operation.stored_receipt(op_id))
+
+    def receipts(
+        self, *, limit: int = 50, before: float | None = None
+    ) -> builtins.list[tuple[Receipt, float]]:
+        """Receipts newest first, each with the ledger time it was written.
+
+        ``before`` pages on: pass the time of the last receipt of a page.
+        """
+        return self._drive(_receipts(limit, before))
+
+    def operation_of(self, key: str) -> str | None:
+        """The id of the operation whose step (or undo) has effect key ``key``."""
+        return self._drive(_operation_of(key))
+
     def summary(self, run_id: str) -> RunSummary | None:
         """The stored summary of an operator run (see :class:`~actonce.Operator`)."""
         found: RunSummary | None = self._driver.run(_summary(run_id))
@@ -649,6 +663,17 @@ class AsyncLedger(_Base):
     async def receipt(self, op_id: str) -> Receipt | None:
         """See :meth:`Ledger.receipt`."""
         return await self._drive(operation.stored_receipt(op_id))
+
+    async def receipts(
+        self, *, limit: int = 50, before: float | None = None
+    ) -> builtins.list[tuple[Receipt, float]]:
+        """See :meth:`Ledger.receipts`."""
+        return await self._drive(_receipts(limit, before))
+
+    async def operation_of(self, key: str) -> str | None:
+        """See :meth:`Ledger.operation_of`."""
+        return await self._drive(_operation_of(key))
+
     async def summary(self, run_id: str) -> RunSummary | None:
         """See :meth:`Ledger.summary`."""
         found: RunSummary | None = await self._driver.run(_summary(run_id))
@@ -691,6 +716,20 @@ def _select(
 
 def _counts(status: StatusFilter) -> ops.Steps:
     return (yield ops.Counts(_statuses(status)))
+
+
+def _receipts(limit: int, before: float | None) -> Generator[Op, Any, list[tuple[Receipt, float]]]:
+    if before is not None and (
+        isinstance(before, bool) or not isinstance(before, int | float) or before != before
+    ):
+        raise UsageError(f"before is a ledger time (a number), not {before!r}")
+    return (yield from operation.stored_receipts(_limit(limit), before))
+
+
+def _operation_of(key: str) -> Generator[Op, Any, str | None]:
+    if not isinstance(key, str) or not key:
+        raise UsageError(f"an effect key is a non-empty string, not {key!r}")
+    return (yield from operation.operation_of(key))
 
 
 def _summary(run_id: str) -> ops.Steps:

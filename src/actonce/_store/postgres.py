@@ -44,7 +44,7 @@ from .._rules.errors import (
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
 from .._rules.secrets import mask_url
-from . import gated_ops, listing, summary_ops
+from . import gated_ops, listing, receipt_ops, summary_ops
 from . import migrations as _migrations
 from . import postgres_ops as ops
 from .base import Expect
@@ -492,6 +492,8 @@ class PostgresStore:
     operation_get = _sync(_q(gated_ops.operation_get))
     receipt_put = _sync_tx(_q(gated_ops.receipt_put))
     receipt_get = _sync(_q(gated_ops.receipt_get))
+    receipt_list = _sync(_q(receipt_ops.receipt_list))
+    operation_of = _sync(_q(receipt_ops.operation_of))
     summary_put = _sync_tx(_q(summary_ops.summary_put))
     summary_get = _sync(_q(summary_ops.summary_get))
     summary_list = _sync(_q(summary_ops.summary_list))
@@ -665,6 +667,8 @@ class AsyncPostgresStore:
     operation_get = _async(_q(gated_ops.operation_get))
     receipt_put = _async_tx(_q(gated_ops.receipt_put))
     receipt_get = _async(_q(gated_ops.receipt_get))
+    receipt_list = _async(_q(receipt_ops.receipt_list))
+    operation_of = _async(_q(receipt_ops.operation_of))
     summary_put = _async_tx(_q(summary_ops.summary_put))
     summary_get = _async(_q(summary_ops.summary_get))
     summary_list = _async(_q(summary_ops.summary_list))

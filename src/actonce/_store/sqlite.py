@@ -38,7 +38,7 @@ from .._rules.errors import (
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import gated_ops, listing, summary_ops
+from . import gated_ops, listing, receipt_ops, summary_ops
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -422,6 +422,8 @@ class SQLiteStore:
     operation_get = _reads(gated_ops.operation_get)
     receipt_put = _writes(gated_ops.receipt_put)
     receipt_get = _reads(gated_ops.receipt_get)
+    receipt_list = _reads(receipt_ops.receipt_list)
+    operation_of = _reads(receipt_ops.operation_of)
 
     # --- listings (see listing) -------------------------------------------------
 

@@ -18,8 +18,6 @@ __all__ = ["InvoicePages"]
 class InvoicePages(Pipeline):
     """Handlers of the invoices, pages and API."""
 
-    # -- invoices ---------------------------------------------------------
-
     async def invoices(self, request: Request) -> Response:
         ctx = await self._begin(request, "view.invoices")
         if isinstance(ctx, Response):

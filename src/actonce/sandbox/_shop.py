@@ -14,8 +14,6 @@ __all__ = ["ShopPages"]
 class ShopPages(Pipeline):
     """Handlers of the shop and its bookings."""
 
-    # -- shop -------------------------------------------------------------
-
     async def shop(self, request: Request) -> Response:
         ctx = await self._begin(request, "view.shop", login=False)
         return (

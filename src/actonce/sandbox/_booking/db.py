@@ -38,9 +38,9 @@ __all__ = ["BookingDB"]
 class BookingDB(GroundTruth):
     """The booking provider's SQLite store: its tables and every desk over them.
 
-    ``holds`` (``HoldDesk``), ``payments`` (``PaymentDesk``), ``bookings``
-    (``BookingDesk``), ``messages`` (``MessageDesk``) and the ground truth
-    (``GroundTruth``), over one connection (``BookingTables``).
+    One connection and what the desks share (``tables.BookingTables``), a
+    desk per object (``holds``, ``payments``, ``bookings``, ``messages``) and
+    the ground truth (``truth``), assembled into one class.
 
     Args:
         path: database file (the sandbox's own file: the tables are prefixed

@@ -49,6 +49,7 @@ handling of one round of worker processes in ``_chaos_round``, the plan in
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import shutil
@@ -426,6 +427,7 @@ def run_campaign(
     slow_seconds: float = 3.0,
     restart_server: bool = False,
     restart_every: tuple[float, float] = (5.0, 40.0),
+    min_restarts: int = 0,
     pg_bin: str | None = None,
 ) -> ChaosReport:
     """Run ``schedules`` chaos schedules and compare the ledger with the ground truth.
@@ -460,6 +462,9 @@ def run_campaign(
             ``_cluster``). Workers keep reopening their store; the parent
             retries its steps; a worker silent for two minutes is stuck.
         restart_every: ``(low, high)`` seconds between two restarts.
+        min_restarts: with ``restart_server``, more schedules run after the
+            ``schedules`` asked for until the server has been restarted this
+            often (at most 100 times as many; the report counts them all).
         pg_bin: the folder of ``initdb`` and ``pg_ctl`` (see ``find_bin``).
 
     Raises:
@@ -476,6 +481,14 @@ def run_campaign(
         raise ValueError("terminating connections needs --backend postgres")
     if restart_server:
         check_restarts(backend, dsn, restart_every)
+    if (
+        not isinstance(min_restarts, int)
+        or min_restarts < 0
+        or (min_restarts and not restart_server)
+    ):
+        raise ValueError(
+            f"min_restarts must be a whole number >= 0 with --restart-server, not {min_restarts!r}"
+        )
     # A crash point armed in this (parent) process, e.g. by ACTONCE_CRASH_AT,
     # would kill the campaign itself during reconcile; workers arm their own.
     disarm()
@@ -487,6 +500,11 @@ def run_campaign(
     with contextlib.ExitStack() as stack:
         conninfo = None
         if restart_server:
+            # The pool warns on stderr about every connection a restart broke;
+            # the report counts them instead.
+            pool_log = logging.getLogger("psycopg.pool")
+            stack.callback(pool_log.setLevel, pool_log.level)
+            pool_log.setLevel(logging.ERROR)
             cluster = stack.enter_context(throwaway_cluster(pg_bin))
             dsn = cluster.dsn
             opts = replace(
@@ -494,6 +512,7 @@ def run_campaign(
             )
         if backend == "postgres":
             conninfo = _chaos_pg.base_conninfo(_chaos_pg.resolve_dsn(dsn))
+        restarter = None
         if restart_server:
             restarter = Restarter(
                 cluster, restart_every, seed, os.path.join(cluster.folder, "restarts.jsonl")
@@ -501,12 +520,17 @@ def run_campaign(
             restarter.start()
             # Stopped first on the way out (after its current restart): the
             # schemas are dropped and the cluster removed with the server up.
-            stack.callback(lambda: restarts.extend(restarter.stop()))
+            stack.callback(lambda: restarts.extend(restarter.stop() if restarter else []))
         if conninfo is not None:
             # Each schedule drops its own schema; this catches one whose drop
             # was itself interrupted.
             stack.callback(_drop_leftovers, conninfo)
-        for i in range(first, first + schedules):
+        i = first
+        while i < first + schedules or (
+            restarter is not None
+            and restarter.restarts() < min_restarts
+            and i < first + 100 * schedules
+        ):
             rng = random.Random(f"actonce-chaos:{seed}:{i}")
             # Streams of their own: the plan is the same with or without
             # terminations, and with slow performs only lease and settle change.
@@ -525,10 +549,11 @@ def run_campaign(
                 opts=opts,
                 srng=srng,
             )
+            i += 1
             if progress:
-                progress(i - first + 1, schedules)
+                progress(i - first, max(schedules, i - first))
     return build_report(
-        tally, backend, schedules, intents, workers, seed, time.monotonic() - started, restarts
+        tally, backend, i - first, intents, workers, seed, time.monotonic() - started, restarts
     )
 
 

@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between two server restarts, a random span (default 5:40)",
     )
     p.add_argument(
+        "--min-restarts",
+        type=int,
+        default=0,
+        help="with --restart-server: run more schedules until the server was restarted this often",
+    )
+    p.add_argument(
         "--pg-bin",
         default=None,
         help="folder of initdb and pg_ctl (default $ACTONCE_PG_BIN, PATH, "
@@ -131,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             slow_seconds=args.slow_seconds,
             restart_server=args.restart_server,
             restart_every=args.restart_every,
+            min_restarts=args.min_restarts,
             pg_bin=args.pg_bin,
         )
     except (ValueError, LedgerError) as exc:

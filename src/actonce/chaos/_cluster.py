@@ -242,6 +242,17 @@ class Restarter:
             with open(self.log_path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(line) + "\n")
 
+    def restarts(self) -> int:
+        """How many restarts its log holds so far."""
+        return sum(1 for line in self._log() if "mode" in line)
+
+    def _log(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.log_path, encoding="utf-8") as fh:
+                return [json.loads(line) for line in fh if line.strip()]
+        except FileNotFoundError:
+            return []
+
     def stop(self) -> list[dict[str, Any]]:
         """Stop the restarter (after its current restart) and return its log."""
         if self.pid is not None:
@@ -250,8 +261,4 @@ class Restarter:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
             self.pid = None
-        try:
-            with open(self.log_path, encoding="utf-8") as fh:
-                return [json.loads(line) for line in fh if line.strip()]
-        except FileNotFoundError:
-            return []
+        return self._log()

@@ -10,10 +10,13 @@ intent they left open, owned by another worker (:func:`revisit`), so they
 do look while the page loads.
 
 With slow performs on, a schedule's lease and settle window are short and
-real (:func:`policy`): ``lease = S * {0.25, 0.35, 0.5}``, ``settle = S *
-{0, 0.02, 0.15}``, so ``lease + settle <= 0.65 * S``, and a slow perform
+real (:func:`policy`): ``lease = S * {0.4, 0.5, 0.6}``, ``settle = S *
+{0, 0.02, 0.05}``, so ``lease + settle <= 0.65 * S``, and a slow perform
 takes ``S * [1, 1.5)`` seconds, ``S`` being ``slow_seconds``: every slow
-perform outlives its lease + settle window by half again at least.
+perform outlives its lease + settle window by half again at least. The
+owner's heartbeat extends its lease every third of it: a lease of at least
+``0.4 * MIN_SECONDS`` leaves it more than half a second of slack on a
+loaded machine.
 
 Each worker appends two JSON lines per slow perform to the schedule's
 ``slow.jsonl`` (one ``write`` each, ``O_APPEND``): one as the page starts
@@ -37,8 +40,8 @@ from actonce import Effect, Policy, RunResult
 
 __all__ = ["SlowLog", "SlowTally", "check", "policy", "read", "revisit"]
 
-#: The bounds of ``slow_seconds``: a lease of a quarter of it must leave
-#: the heartbeat (a third of the lease) room on a loaded machine.
+#: The bounds of ``slow_seconds``: the shortest lease, ``0.4 * S``, must
+#: leave the heartbeat (a third of the lease) room on a loaded machine.
 MIN_SECONDS = 2.0
 MAX_SECONDS = 120.0
 
@@ -65,8 +68,8 @@ def policy(rng: random.Random, base: Policy, seconds: float, delay: float) -> tu
     authoritative (any delay is honest then), else replaced by one well
     inside the new settle window (the promise authoritative absence makes).
     """
-    lease = seconds * rng.choice([0.25, 0.35, 0.5])
-    settle = seconds * rng.choice([0.0, 0.02, 0.15])
+    lease = seconds * rng.choice([0.4, 0.5, 0.6])
+    settle = seconds * rng.choice([0.0, 0.02, 0.05])
     if base.absence_authoritative:
         delay = rng.choice([0.0, settle / 4])
     return replace(base, lease_seconds=lease, settle_seconds=settle), delay

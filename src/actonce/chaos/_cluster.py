@@ -31,6 +31,7 @@ import random
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -79,6 +80,26 @@ def _version(folder: str) -> tuple[int, ...]:
     return tuple(int(p) for p in name.split(".") if p.isdigit())
 
 
+def _reachable(folder: str, user: pwd.struct_passwd) -> None:
+    """Raise unless ``user`` may pass through every folder above ``folder``."""
+    parent = os.path.dirname(os.path.abspath(folder))
+    while True:
+        st = os.stat(parent)
+        ok = (
+            st.st_mode & stat.S_IXOTH
+            or (st.st_uid == user.pw_uid and st.st_mode & stat.S_IXUSR)
+            or (st.st_gid == user.pw_gid and st.st_mode & stat.S_IXGRP)
+        )
+        if not ok:
+            raise ValueError(
+                f"the postgres user cannot reach {folder} (through {parent}): "
+                "put the cluster in another folder"
+            )
+        if parent == os.path.dirname(parent):
+            return
+        parent = os.path.dirname(parent)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -103,6 +124,7 @@ class Cluster:
                 raise ValueError(
                     "initdb cannot run as root, and there is no postgres user"
                 ) from None
+            _reachable(folder, user)
             os.chown(folder, user.pw_uid, user.pw_gid)
             self._as = ["runuser", "-u", "postgres", "--"]
 

@@ -36,14 +36,19 @@ faults off. Then the ledger is compared with the ground truth:
   holds ``executing`` marks for it (a perform without its mark).
 
 On PostgreSQL the parent may also terminate random workers' connections
-(``pg_terminate_backend``) at random pass counts (``_chaos_pg.Killer``).
+(``pg_terminate_backend``) at random pass counts (``_chaos_pg.Killer``), or
+run the whole campaign on a throwaway cluster that a restarter process
+restarts now and then (``restart_server``, ``_cluster``): workers reopen
+their stores, the parent retries its steps (``_tally.steady``), and a
+worker silent for too long is *stuck*. With ``slow_rate``, a fraction of
+the performs take longer than lease + settle (``_slow``).
 
 The plan of schedule ``i`` depends only on ``(seed, i)``; process timing
 does not, so a failing schedule is replayed with the same plan, not the same
 interleaving. The worker's body lives in ``_chaos_worker``, the parent's
 handling of one round of worker processes in ``_chaos_round``, the plan in
 ``_chaos_plan``, the report in ``_chaos_report``, the PostgreSQL parts in
-``_chaos_pg``.
+``_chaos_pg``, what is counted in ``_tally``, the command line in ``_cli``.
 """
 
 from __future__ import annotations

@@ -176,6 +176,14 @@ class Cluster:
             raise ValueError(f"restart mode must be fast or immediate, not {mode!r}")
         self._ctl("restart", "-m", mode)
 
+    def log_tail(self, lines: int) -> list[str]:
+        """The last lines of the server's log."""
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as fh:
+                return fh.read().splitlines()[-lines:]
+        except OSError:
+            return []
+
     def stop(self, mode: str = "immediate") -> None:
         """Stop the server (if it runs)."""
         if os.path.exists(os.path.join(self.data, "postmaster.pid")):
@@ -261,6 +269,9 @@ class Restarter:
                 # Whatever state the restart left: the server must be up.
                 self.cluster.ensure_up()
             line["seconds"] = time.monotonic() - begun
+            if line["seconds"] > 5.0:
+                # A slow restart: what the server said meanwhile.
+                line["log"] = self.cluster.log_tail(12)
             with open(self.log_path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(line) + "\n")
 

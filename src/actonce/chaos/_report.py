@@ -53,6 +53,8 @@ class ChaosReport:
         restart_modes: ``fast`` / ``immediate`` -> restarts.
         restart_failures: restarts whose ``pg_ctl`` failed (then started again).
         restart_max_s: the longest restart, seconds.
+        restart_log: one entry per restart (``n``, ``mode``, ``at`` and
+            ``seconds``; the server log's last lines when it took over 5 s).
         reconnects: new stores workers opened after a ledger error.
         reopen_retries: failed tries to open one, tried again.
         parent_retries: parent steps (reconcile, judge, schema) run again
@@ -107,6 +109,7 @@ class ChaosReport:
     restart_modes: dict[str, int] = field(default_factory=dict)
     restart_failures: list[str] = field(default_factory=list)
     restart_max_s: float = 0.0
+    restart_log: list[dict[str, Any]] = field(default_factory=list)
     reconnects: int = 0
     reopen_retries: int = 0
     parent_retries: int = 0
@@ -165,6 +168,7 @@ class ChaosReport:
             "restart_modes": dict(self.restart_modes),
             "restart_failures": list(self.restart_failures),
             "restart_max_s": round(self.restart_max_s, 3),
+            "restart_log": [dict(r) for r in self.restart_log],
             "reconnects": self.reconnects,
             "reopen_retries": self.reopen_retries,
             "parent_retries": self.parent_retries,

@@ -161,6 +161,7 @@ def build_report(
         restart_modes=dict(sorted(Counter(str(r["mode"]) for r in done).items())),
         restart_failures=[str(r["error"]) for r in restarts if "error" in r],
         restart_max_s=max((float(r["seconds"]) for r in done), default=0.0),
+        restart_log=list(restarts),
         reconnects=tally.reconnects,
         reopen_retries=tally.reopen_retries,
         parent_retries=tally.parent_retries,

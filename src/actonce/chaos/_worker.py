@@ -254,11 +254,11 @@ class _Link:
     """The worker's ledger, replaced by a new one (a new connection) after a ledger error.
 
     Without ``spec.reconnect_s`` a worker gives up after three failed opens
-    in a row, one per intent (it is restarted next round). With it, a worker
-    whose store failed keeps trying to open a new one, pausing between
-    tries, for up to that many seconds, without skipping intents; once it
-    has one again it reports ``RECONNECTED``; if the time runs out it reports
-    ``GAVE_UP`` and ends. A worker whose last intent failed reconnects all the
+    in a row, one per intent (it ends quietly and is restarted next round).
+    With it, a worker whose store failed keeps trying to open a new one,
+    pausing between tries, for up to that many seconds, without skipping
+    intents; once it has one again it reports ``RECONNECTED``; if the time
+    runs out it reports ``GAVE_UP`` and ends. A worker whose last intent failed reconnects all the
     same before it ends: it shows that it recovered.
     """
 
@@ -284,8 +284,8 @@ class _Link:
                 self._failed_opens += 1
                 if spec.reconnect_s <= 0:
                     _report(spec, _ledger_byte(exc))
-                    if self._failed_opens >= 3:
-                        self._give_up()
+                    # Ends quietly, as it always did: restarted next round.
+                    self.gave_up = self._failed_opens >= 3
                     return None
                 _report(spec, REOPEN)
                 if time.monotonic() >= deadline:

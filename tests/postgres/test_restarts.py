@@ -80,6 +80,7 @@ def test_short_restart_campaign_is_clean() -> None:
         intents=10,
         seed=3,
     )
+    print(report.summary())  # the figures, with -s
     _assert_clean(report)
     assert report.server_restarts >= 4, report.summary()
     assert set(report.restart_modes) == {"fast", "immediate"}

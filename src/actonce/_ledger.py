@@ -17,9 +17,9 @@ from typing import Any, ParamSpec, TypeVar
 
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._budgets import AsyncBudgets, Budgets
-from ._effect import Effect, fingerprint_key_from_env, once_effect, plan_of, reconcile_plan
+from ._effect import Effect, once_effect
+from ._ledger_base import LedgerBase
 from ._registry import Registry
-from ._registry import registry as default_registry
 from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
 from ._rules.holds import Hold
@@ -36,7 +36,7 @@ from ._rules.model import (
 )
 from ._rules.operator import RunSummary
 from ._rules.receipts import Receipt
-from ._rules.secrets import FingerprintKey, mask_url
+from ._rules.secrets import FingerprintKey
 from ._run import approvals as gated
 from ._run import operation, reads, review
 from ._run.callables import Callables
@@ -45,10 +45,8 @@ from ._run.drive import AsyncDriver, Driver
 from ._run.effect import reconcile_effect, run_effect
 from ._run.heartbeat import Heartbeats
 from ._run.ops import Duplicates, Op
-from ._run.plan import Plan
 from ._run.reads import Cursor, StatusFilter
-from ._run.reconcile import Work, check_progress, failed, triage
-from ._run.telemetry import Telemetry
+from ._run.reconcile import check_progress, failed
 from ._store.base import AsyncEffectStore, AsyncStore, EffectStore
 from ._store.threads import threaded
 from ._store.urls import open_store, resolve_url
@@ -58,86 +56,8 @@ __all__ = ["AsyncLedger", "Ledger"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: Seconds between two readings of a database server's clock (PostgreSQL).
-ANCHOR_EVERY = 60.0
 
-
-class _Base:
-    """What both ledgers share: configuration, plans and the triage of reconcile."""
-
-    def __init__(
-        self,
-        store: Any,
-        *,
-        clock: Clock | None,
-        registry: Registry | None,
-        fingerprint_key: FingerprintKey | None,
-        url: str | None,
-        signing_keys: SigningKeys | None = None,
-    ) -> None:
-        if fingerprint_key is not None and not isinstance(fingerprint_key, FingerprintKey):
-            raise UsageError(
-                f"fingerprint_key must be a FingerprintKey, not {type(fingerprint_key).__name__}"
-            )
-        if registry is not None and not isinstance(registry, Registry):
-            raise UsageError(f"registry must be a Registry, not {type(registry).__name__}")
-        self.clock: Clock = clock or SystemClock()
-        self._signing_keys = signing_keys
-        self.registry = registry or default_registry
-        self.fingerprint_key = (
-            fingerprint_key if fingerprint_key is not None else fingerprint_key_from_env()
-        )
-        self._url = url
-        # A ledger on a database server compares windows on the server's clock.
-        self._server_time = None if clock is not None else getattr(store, "server_time", None)
-
-    _driver: Any  # Driver or AsyncDriver, set by the subclass
-
-    @property
-    def telemetry(self) -> Telemetry | None:
-        """The observer of effect attempts (``None``: off, the default).
-
-        Set it to an implementation of :class:`actonce.Telemetry` (e.g.
-        ``actonce.otel.instrument(ledger)``): every run and reconcile of an
-        effect is then told to it. Off, it costs one attribute check per run.
-        """
-        telemetry: Telemetry | None = self._driver.telemetry
-        return telemetry
-
-    @telemetry.setter
-    def telemetry(self, value: Telemetry | None) -> None:
-        if value is not None and not callable(getattr(value, "begin", None)):
-            raise UsageError("telemetry needs a begin(run) method (see actonce.Telemetry)")
-        self._driver.telemetry = value
-
-    @property
-    def url(self) -> str:
-        """The ledger's URL, fit to print (credentials masked)."""
-        return mask_url(self._url) if self._url else "(a store given directly)"
-
-    def _plan(self, effect: Effect, run_id: str | None) -> Plan:
-        if not isinstance(effect, Effect):
-            raise UsageError(f"run() takes an actonce.Effect, not {type(effect).__name__}")
-        return plan_of(effect, self.fingerprint_key, run_id)
-
-    def _anchor_due(self) -> bool:
-        if self._server_time is None or not isinstance(self.clock, SystemClock):
-            return False
-        since = self.clock.anchored_for()
-        return since is None or since >= ANCHOR_EVERY
-
-    def _triage(self, records: builtins.list[EffectRecord]) -> tuple[Work, int, builtins.list[str]]:
-        """Split open effects into work for reconcile, live ones and unverifiable ones."""
-        return triage(records, self.clock.now(), self.clock.trusted(), self._reconciler)
-
-    def _reconciler(self, record: EffectRecord) -> tuple[Plan, Callable[[], Any]] | None:
-        entry = self.registry.get(record.kind)
-        if entry is None:
-            return None
-        return reconcile_plan(record, entry.policy), functools.partial(entry.verify, record)
-
-
-class Ledger(_Base):
+class Ledger(LedgerBase):
     """The durable ledger of effects, synchronous.
 
     Open one with :meth:`open` (a URL or a path) or wrap a store. Use it as a
@@ -378,6 +298,19 @@ class Ledger(_Base):
         """The receipt of an operation (``None`` until it stood still in a final state)."""
         return self._drive(operation.stored_receipt(op_id))
 
+    def receipts(
+        self, *, limit: int = 50, before: float | None = None
+    ) -> builtins.list[tuple[Receipt, float]]:
+        """Receipts newest first, each with the ledger time it was written.
+
+        ``before`` pages on: pass the time of the last receipt of a page.
+        """
+        return self._drive(reads.receipts(limit, before))
+
+    def operation_of(self, key: str) -> str | None:
+        """The id of the operation whose step (or undo) has effect key ``key``."""
+        return self._drive(reads.operation_of(key))
+
     def summary(self, run_id: str) -> RunSummary | None:
         """The stored summary of an operator run (see :class:`~actonce.Operator`)."""
         found: RunSummary | None = self._driver.run(reads.summary(run_id))
@@ -391,7 +324,7 @@ class Ledger(_Base):
         return found
 
 
-class AsyncLedger(_Base):
+class AsyncLedger(LedgerBase):
     """The durable ledger of effects, asynchronous; same names as :class:`Ledger`.
 
     A synchronous store (SQLite) runs in one worker thread of its own.
@@ -584,6 +517,16 @@ class AsyncLedger(_Base):
     async def receipt(self, op_id: str) -> Receipt | None:
         """See :meth:`Ledger.receipt`."""
         return await self._drive(operation.stored_receipt(op_id))
+
+    async def receipts(
+        self, *, limit: int = 50, before: float | None = None
+    ) -> builtins.list[tuple[Receipt, float]]:
+        """See :meth:`Ledger.receipts`."""
+        return await self._drive(reads.receipts(limit, before))
+
+    async def operation_of(self, key: str) -> str | None:
+        """See :meth:`Ledger.operation_of`."""
+        return await self._drive(reads.operation_of(key))
 
     async def summary(self, run_id: str) -> RunSummary | None:
         """See :meth:`Ledger.summary`."""

@@ -31,8 +31,8 @@ PUBLIC = {
     "actonce.explore",
     "actonce.evidence",
 }
-FACADES = {"actonce._ledger", "actonce._leases", "actonce._queue", "actonce._registry",
-           "actonce._effect", "actonce._approvals", "actonce._budgets",
+FACADES = {"actonce._ledger", "actonce._ledger_base", "actonce._leases", "actonce._queue",
+           "actonce._registry", "actonce._effect", "actonce._approvals", "actonce._budgets",
            "actonce._operations", "actonce._operator"}  # fmt: skip
 
 

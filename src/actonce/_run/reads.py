@@ -9,14 +9,15 @@ Looking an effect up by key prefix is :func:`actonce._run.review.find`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from typing import Any
 
 from .._rules.errors import UnknownEffect, UsageError
 from .._rules.keys import check_name, is_name
 from .._rules.model import EffectRecord, Status
+from .._rules.receipts import Receipt
 from .._store.listing import Cursor
-from . import review
+from . import operation, review
 from .operator import SummaryGet, SummaryList
 from .ops import Counts, Events, Get, Op, OpenEffects, Select, Steps
 
@@ -30,6 +31,8 @@ __all__ = [
     "limit_of",
     "one",
     "open_effects",
+    "operation_of",
+    "receipts",
     "select",
     "statuses",
     "summaries",
@@ -115,6 +118,20 @@ def select(
 
 def counts(status: StatusFilter) -> Steps:
     return (yield Counts(statuses(status)))
+
+
+def receipts(limit: int, before: float | None) -> Generator[Op, Any, list[tuple[Receipt, float]]]:
+    if before is not None and (
+        isinstance(before, bool) or not isinstance(before, int | float) or before != before
+    ):
+        raise UsageError(f"before is a ledger time (a number), not {before!r}")
+    return (yield from operation.stored_receipts(limit_of(limit), before))
+
+
+def operation_of(key: str) -> Generator[Op, Any, str | None]:
+    if not isinstance(key, str) or not key:
+        raise UsageError(f"an effect key is a non-empty string, not {key!r}")
+    return (yield from operation.operation_of(key))
 
 
 def summary(run_id: str) -> Steps:

@@ -267,6 +267,12 @@ class OperationStore(Protocol):
 
     def receipt_get(self, op_id: str) -> tuple[str, str, str, float] | None: ...
 
+    def receipt_list(
+        self, limit: int, before: float | None
+    ) -> list[tuple[str, str, str, str, float]]: ...
+
+    def operation_of(self, key: str) -> str | None: ...
+
 
 class RunStore(Protocol):
     """Operator run summaries, synchronous (see :mod:`actonce._store.summary_ops`)."""

@@ -3,17 +3,28 @@
 An operation's definition is recorded once (the first definition of an op id
 wins, and every later run reads it back); its receipt is rewritten only when
 the ledger has more to say. Both append one event under ``operation:<op id>``
-(:mod:`actonce._store.history`).
+(:mod:`actonce._store.history`). Two reads serve the review console: the
+receipts newest first (:func:`receipt_list`), and the operation an effect is
+a step (or an undo) of (:func:`operation_of`).
 """
 
 from __future__ import annotations
+
+import json
 
 from .._rules.intents import IntentRef
 from .._rules.model import EventType
 from .history import event_stmt, operation_event_key
 from .stmts import Stmt, Work
 
-__all__ = ["operation_get", "operation_put", "receipt_get", "receipt_put"]
+__all__ = [
+    "operation_get",
+    "operation_of",
+    "operation_put",
+    "receipt_get",
+    "receipt_list",
+    "receipt_put",
+]
 
 
 def operation_put(
@@ -70,3 +81,43 @@ def receipt_get(op_id: str) -> Work[tuple[str, str, str, float] | None]:
         return None
     r = rows[0]
     return str(r[0]), str(r[1]), str(r[2]), float(r[3])
+
+
+def receipt_list(limit: int, before: float | None) -> Work[list[tuple[str, str, str, str, float]]]:
+    """Receipts newest first: ``(op_id, state, text, data, written_at)``.
+
+    ``before`` pages on: only receipts written strictly before that time.
+    """
+    where, params = ("WHERE written_at < ? ", (before,)) if before is not None else ("", ())
+    _, rows = yield Stmt(
+        "SELECT op_id, state, text, data, written_at FROM receipts "
+        f"{where}ORDER BY written_at DESC, op_id LIMIT ?",
+        (*params, limit),
+    )
+    return [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4])) for r in rows]
+
+
+def _like(text: str) -> str:
+    """``text`` as a LIKE pattern that matches it literally (escape ``\\``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def operation_of(key: str) -> Work[str | None]:
+    """The id of the newest operation that has ``key`` as a step or an undo."""
+    # The spec is JSON written by one function (OperationPlan.spec): a key
+    # appears as the JSON string after "key": or "undo":. The LIKE narrows,
+    # the JSON check decides.
+    needle = json.dumps(key)
+    _, rows = yield Stmt(
+        "SELECT op_id, spec FROM operations WHERE spec LIKE ? ESCAPE '\\' "
+        "ORDER BY created_at DESC, op_id",
+        (f"%{_like(needle)}%",),
+    )
+    for op_id, spec in rows:
+        try:
+            steps = json.loads(str(spec)).get("steps", [])
+        except (ValueError, AttributeError):
+            continue
+        if any(key in (s.get("key"), s.get("undo")) for s in steps if isinstance(s, dict)):
+            return str(op_id)
+    return None

@@ -422,6 +422,8 @@ class SQLiteStore:
     operation_get = _reads(operation_ops.operation_get)
     receipt_put = _writes(operation_ops.receipt_put)
     receipt_get = _reads(operation_ops.receipt_get)
+    receipt_list = _reads(operation_ops.receipt_list)
+    operation_of = _reads(operation_ops.operation_of)
 
     # --- listings (see listing) -------------------------------------------------
 

@@ -203,7 +203,30 @@ def test_the_packets_own_user_answers_it(fresh: World) -> None:
     assert got.status.value == "denied" and got.decided_by == "carol"
 
 
-def test_receipts_have_their_place(server: ConsoleServer, signed_in: SignIn) -> None:
+def test_receipts_list_show_and_link_back(
+    server: ConsoleServer, world: World, signed_in: SignIn
+) -> None:
     client, _ = signed_in("ana")
-    page = client.get("/receipts").text
-    assert 'data-placeholder="receipts"' in page and "issue 11" in page
+    listing = client.get("/receipts")
+    assert listing.status_code == 200
+    page = text_of(listing.text)
+    assert "trip-77" in page and "complete" in page
+    assert 'data-placeholder="receipts"' not in listing.text
+    one = client.get("/receipts/trip-77")
+    assert one.status_code == 200
+    words = text_of(one.text)
+    receipt = world.ledger.receipt("trip-77")
+    assert receipt is not None
+    assert receipt.text.splitlines()[0] in words  # the user's text, as the ledger wrote it
+    assert '"operation_id": "trip-77"' in html.unescape(one.text)  # the operators' JSON
+    step = ref_of(world.keys["step"])
+    assert f'href="/effects/{step}"' in one.text  # each step links to its effect
+    # The effect's own screen names its operation and links back to the receipt.
+    effect = client.get(f"/effects/{step}").text
+    assert 'data-testid="operation"' in effect and 'href="/receipts/trip-77"' in effect
+    assert "(this effect)" in text_of(effect)
+    # An effect that is no operation's step shows no operation section.
+    alone = client.get(f"/effects/{ref_of(world.keys['confirmed'])}").text
+    assert 'data-testid="operation"' not in alone
+    assert client.get("/receipts/no-such-op").status_code == 404
+    assert client.get("/receipts?before=nan").status_code == 200  # a bad cursor is ignored

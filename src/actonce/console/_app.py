@@ -35,6 +35,7 @@ from ._console import Console, key_of
 from ._decide import CLASSES, reason_text, verify_once
 from ._evidence import FILES, HTML_CSP, locate, read_text
 from ._guard import CSP, LOGIN_COOKIE, SESSION_COOKIE, SecurityHeaders, guarded, safe_next
+from ._receipts import receipt_page, receipts_page
 from ._sessions import LOGIN_NONCE_SECONDS, Session
 from ._views import approvals_page, effect_page, overview_page, packet_page, queue_page
 from ._words import at
@@ -205,8 +206,20 @@ class App:
             return self._missing(request, "No such approval packet in this ledger.")
 
     async def receipts(self, request: Request) -> Response:
-        """Receipts: not built yet (issue 11)."""
-        return self._page(request, "receipts.html")
+        """Receipts, newest first."""
+        before = request.query_params.get("before")
+        return await self._view(request, "receipts.html", receipts_page, self.c, before)
+
+    async def receipt(self, request: Request) -> Response:
+        """One receipt: the user's text, its steps, the operators' JSON."""
+        op_id = key_of(request.path_params["op"])
+
+        def work() -> HTMLResponse | None:
+            found = receipt_page(self.c, op_id)
+            return None if found is None else self._page(request, "receipt.html", **found)
+
+        page = await run_in_threadpool(work)
+        return page if page is not None else self._missing(request, "No receipt for that id.")
 
     async def evidence(self, request: Request) -> Response:
         """One evidence file, if the effect's history names its folder (see _evidence)."""
@@ -400,6 +413,7 @@ def routes(console: Console) -> list[Route]:
         ("/approvals/{packet_id}", app.packet, "GET", False),
         ("/approvals/{packet_id}/answer", app.answer, "POST", False),
         ("/receipts", app.receipts, "GET", False),
+        ("/receipts/{op}", app.receipt, "GET", False),
         ("/static/{name}", app.static, "GET", False),
     ]
     return [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -42,13 +43,12 @@ FAULTS: dict[str, Fault] = {
             "a mark stamped with a time read before a pause (chaos --seed 3, schedule 217)",
             (
                 (
-                    "    yield Point(P.BEFORE_MARK_EXECUTING)\n"
-                    "    st.tick = yield NOW  # the mark carries the time of its write (see _claim)\n",
-                    "    st.tick = yield NOW\n    yield Point(P.BEFORE_MARK_EXECUTING)\n",
+                    "yield Point(P.BEFORE_MARK_EXECUTING)\n    st.tick = yield NOW",
+                    "st.tick = yield NOW\n    yield Point(P.BEFORE_MARK_EXECUTING)",
                 ),
                 (
-                    "    yield Point(P.BEFORE_CLAIM)\n    st.tick = yield NOW\n",
-                    "    st.tick = yield NOW\n    yield Point(P.BEFORE_CLAIM)\n",
+                    "yield Point(P.BEFORE_CLAIM)\n    st.tick = yield NOW",
+                    "st.tick = yield NOW\n    yield Point(P.BEFORE_CLAIM)",
                 ),
             ),
         ),
@@ -68,8 +68,8 @@ FAULTS: dict[str, Fault] = {
                 (
                     # Later a performed run that finds its own mark failed became
                     # "overtaken" (issue 7); before, it saw a new key.
-                    "if performed and not declined and (not mine or status is Status.FAILED):",
-                    "if performed and not declined and not mine:",
+                    "if performed and not declined and (not mine or status is",
+                    "if performed and not declined and (not mine or False and status is",
                 ),
             ),
         ),
@@ -125,19 +125,42 @@ def _build(fault: str) -> Build:
             )
         name = holders[0]
         patched[name] = patched.get(name, sources[name]).replace(old, new)
-    # Compile the patched modules, then a fresh copy of the effect module on top
-    # of them (if it was not itself patched), so that its calls reach the fault.
+    # Compile the patched modules, then fresh copies of every module that
+    # imports one of them (transitively, dependencies first), so that every
+    # call reaches the fault: after the core split the protocol is several
+    # modules (effect, claim, perform, verify ...).
+    deps = {name: _imports(name, text) for name, text in sources.items()}
+    rebuild = set(patched)
+    while True:
+        more = {n for n, d in deps.items() if n not in rebuild and d & rebuild}
+        if not more:
+            break
+        rebuild |= more
     built: dict[str, types.ModuleType] = {}
-    for name in sorted(
-        patched, key=lambda n: (n == _effect.__name__, n.startswith("actonce._run"))
-    ):
-        built[name] = _compile(name, patched[name], built, fault)
-    if _effect.__name__ not in built:
-        built[_effect.__name__] = _compile(
-            _effect.__name__, sources[_effect.__name__], built, fault
-        )
-    effect = built[_effect.__name__]
+    while len(built) < len(rebuild):
+        ready = sorted(n for n in rebuild - set(built) if not (deps[n] & rebuild) - set(built))
+        if not ready:  # pragma: no cover - the protocol's modules import no circle
+            raise UsageError(f"fault {fault}: the modules it patches import each other in a circle")
+        for name in ready:
+            built[name] = _compile(name, patched.get(name, sources[name]), built, fault)
+    effect = built.get(_effect.__name__, _effect)
     return Build(fault, effect.run_effect, effect.reconcile_effect, _review.resolve)
+
+
+_IMPORT = re.compile(r"^from (\.+)(\w*)(?:\.(\w+))? import ([\w, ]+)", re.M)
+
+
+def _imports(name: str, source: str) -> set[str]:
+    """The modules of the protocol that ``source`` (module ``name``) imports from."""
+    package = name.rpartition(".")[0]
+    out = set()
+    for dots, first, second, names in _IMPORT.findall(source):
+        base = package.split(".")
+        base = base[: len(base) - (len(dots) - 1)]
+        target = ".".join(base + [p for p in (first, second) if p])
+        out.add(target)
+        out.update(f"{target}.{n.strip()}" for n in names.split(",") if n.strip())
+    return out
 
 
 def _compile(

@@ -45,7 +45,9 @@ class Bounds:
     was made on (as a careful console would); ``False``: it applies to
     whatever attempt is current when ``resolve`` runs, as ``resolve`` and the
     console do today (the explorer finds a false ``failed`` that way, see
-    docs/explore.md).
+    docs/explore.md). ``performs``: the perform outcomes tried (``PERFORMS``);
+    ``verdicts``: every verdict the world allows (``False``: only the truth,
+    as seen once everything is visible).
     """
 
     workers: int = 2

@@ -119,15 +119,17 @@ def test_without_the_heartbeat_slow_performs_are_overtaken(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The same campaign with the owner's lease no longer extended while it performs."""
-    from actonce._run import drive
+    from actonce._run import heartbeat
 
-    def no_heartbeat(self: drive.Heartbeats, op: object, store: object, clock: object) -> object:
-        beat = drive._Beat(op, store, clock)  # type: ignore[arg-type]
+    def no_heartbeat(
+        self: heartbeat.Heartbeats, op: object, store: object, clock: object
+    ) -> object:
+        beat = heartbeat.Beat(op, store, clock)  # type: ignore[arg-type]
         beat.cancelled = True  # never scheduled: the lease runs out during the perform
         return beat
 
     # The forked workers inherit the patched driver.
-    monkeypatch.setattr(drive.Heartbeats, "start", no_heartbeat)
+    monkeypatch.setattr(heartbeat.Heartbeats, "start", no_heartbeat)
     report = run_campaign(**SLOW)  # type: ignore[arg-type]
     assert report.slow_performs > 0
     # Peers saw the mark orphaned and took the effect over during the page

@@ -218,11 +218,18 @@ class Ledger(LedgerBase):
         reviewer: str,
         reason: str,
         result_ref: str | None = None,
+        attempt: int | None = None,
     ) -> EffectRecord:
-        """Record a reviewer's decision on an effect in review (or unknown)."""
+        """Record a reviewer's decision on an effect in review (or unknown).
+
+        Pass ``attempt`` (the record's ``fence`` as the reviewer saw it): the
+        decision is then refused if the effect has moved on to another
+        attempt. "Not happened" is refused while the attempt's lease is live.
+        """
         steps = review.resolve(
-            key, decision, reviewer=reviewer, reason=reason, result_ref=result_ref
-        )
+            key, decision, reviewer=reviewer, reason=reason, result_ref=result_ref,
+            attempt=attempt,
+        )  # fmt: skip
         record: EffectRecord = self._driver.run(steps)
         return record
 
@@ -465,11 +472,18 @@ class AsyncLedger(LedgerBase):
         reviewer: str,
         reason: str,
         result_ref: str | None = None,
+        attempt: int | None = None,
     ) -> EffectRecord:
-        """Record a reviewer's decision on an effect in review (or unknown)."""
+        """Record a reviewer's decision on an effect in review (or unknown).
+
+        Pass ``attempt`` (the record's ``fence`` as the reviewer saw it): the
+        decision is then refused if the effect has moved on to another
+        attempt. "Not happened" is refused while the attempt's lease is live.
+        """
         steps = review.resolve(
-            key, decision, reviewer=reviewer, reason=reason, result_ref=result_ref
-        )
+            key, decision, reviewer=reviewer, reason=reason, result_ref=result_ref,
+            attempt=attempt,
+        )  # fmt: skip
         record: EffectRecord = await self._driver.run(steps)
         return record
 

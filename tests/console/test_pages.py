@@ -93,7 +93,12 @@ def test_a_decision_needs_the_hold_and_records_the_reviewer_once(
             url = f"/effects/{ref_of(key)}"
             before = len(fresh.ledger.events(key))
             # Without a hold, nothing is recorded.
-            page = post(ana, url + "/resolve", ana_token, **{"class": "not_found", "reason": "x"})
+            page = post(
+                ana,
+                url + "/resolve",
+                ana_token,
+                **{"attempt": "1", "class": "not_found", "reason": "x"},
+            )
             assert "hold the item first" in text_of(page.text)
             page = post(ana, url + "/hold", ana_token)
             words = text_of(page.text)
@@ -105,16 +110,34 @@ def test_a_decision_needs_the_hold_and_records_the_reviewer_once(
             seen_by_bo = text_of(bo.get(url).text)
             assert re.search(r"Held by ana until \d\d:\d\d:\d\d UTC", seen_by_bo)
             assert "Record the decision" not in seen_by_bo
-            page = post(bo, url + "/resolve", bo_token, **{"class": "not_found", "reason": "me"})
+            page = post(
+                bo,
+                url + "/resolve",
+                bo_token,
+                **{"attempt": "1", "class": "not_found", "reason": "me"},
+            )
             assert "hold the item first" in text_of(page.text)
             assert "Held by ana" in text_of(post(bo, url + "/hold", bo_token).text)
             # A reason class that names a result needs it.
-            page = post(ana, url + "/resolve", ana_token, **{"class": "seen", "reason": "there"})
+            page = post(
+                ana,
+                url + "/resolve",
+                ana_token,
+                **{"attempt": "1", "class": "seen", "reason": "there"},
+            )
             assert "names the result" in text_of(page.text)
+            # A decision names the attempt the page showed: none, or another, records nothing.
+            page = post(ana, url + "/resolve", ana_token, **{"class": "not_found", "reason": "x"})
+            assert "did not say which attempt" in text_of(page.text)
+            stale = {"attempt": "2", "class": "not_found", "reason": "x"}
+            page = post(ana, url + "/resolve", ana_token, **stale)
+            assert "on attempt 1 now, not the attempt 2" in text_of(page.text)
+            assert 'name="attempt" value="1"' in ana.get(url).text  # what the form sends
             # A form field cannot choose the identity.
             page = post(
                 ana, url + "/resolve", ana_token,
-                **{"class": "not_found", "reason": "not in billing", "reviewer": "mallory"},
+                **{"attempt": "1", "class": "not_found", "reason": "not in billing",
+                   "reviewer": "mallory"},
             )  # fmt: skip
             assert "Recorded by ana: the effect is failed" in text_of(page.text)
     events = fresh.ledger.events(key)
@@ -150,7 +173,8 @@ def test_verify_again_writes_nothing_and_the_decision_quotes_it(
             post(ana, url + "/hold", token)
             page = post(
                 ana, url + "/resolve", token,
-                **{"class": "seen", "reason": "the verifier sees it", "result_ref": obj},
+                **{"attempt": "1", "class": "seen", "reason": "the verifier sees it",
+                   "result_ref": obj},
             )  # fmt: skip
             assert "the effect is confirmed" in text_of(page.text)
     (d,) = [e for e in fresh.ledger.events(key) if e.run_id.startswith("review:")]

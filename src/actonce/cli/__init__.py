@@ -72,6 +72,12 @@ def _text(text: str) -> str:
     return text
 
 
+def _attempt(text: str) -> int:
+    if not text.isdigit() or len(text) > 9 or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"is a whole number from 1, not {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="actonce",
@@ -133,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True, type=_text)
     p.add_argument("--reviewer", default=os.environ.get("USER") or "")
     p.add_argument("--result-ref", type=_text, help="where the effect is (with 'happened')")
+    p.add_argument(
+        "--attempt",
+        type=_attempt,
+        help="the attempt you decided on (as `actonce show` prints it): refused if it moved on",
+    )
     p.set_defaults(func=cmd_resolve)
 
     p = sub.add_parser(

@@ -296,12 +296,16 @@ class App:
         choice = CLASSES.get(form.get("class", ""))
         text = form.get("reason", "").strip()
         result_ref = form.get("result_ref", "").strip() or None
+        shown = form.get("attempt", "")
+        attempt = int(shown) if shown.isdigit() and 0 < len(shown) < 10 else None
         if choice is None:
             return self._back(request, "Nothing recorded: choose what you found.", to)
         if not text:
             return self._back(request, "Nothing recorded: a decision needs its reason.", to)
         if choice.needs_ref and not result_ref:
             return self._back(request, f"Nothing recorded: '{choice.label}' names the result.", to)
+        if attempt is None or attempt < 1:
+            return self._back(request, "Nothing recorded: the page did not say which attempt.", to)
 
         def decide() -> str:
             record = self.c.ledger.find(key_of(ref))
@@ -317,6 +321,7 @@ class App:
                 reviewer=reviewer,
                 reason=reason_text(choice, text, result_ref, seen),
                 result_ref=result_ref if happened else None,
+                attempt=attempt,  # the attempt the page showed: never a later one
             )
             self.c.holds.release(record.key, reviewer)
             self.c.seen.pop(record.key, None)

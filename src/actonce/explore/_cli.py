@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stale-review",
         action="store_true",
-        help="a reviewer's decision applies to whatever attempt is current (as resolve does today)",
+        help="a reviewer's decision applies to whatever attempt is current (resolve without attempt=)",
     )
     p.add_argument(
         "--fault", choices=sorted(FAULTS), help="explore a test build with this bug put back"

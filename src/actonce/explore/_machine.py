@@ -73,30 +73,6 @@ class Build:
     resolve: Callable[..., Generator[Any, Any, Any]]
 
 
-def _bound(steps: Generator[Any, Any, Any], seen: int | None) -> Generator[Any, Any, Any]:
-    """A reviewer's click that carries the attempt it was decided on.
-
-    ``resolve`` applies a decision to whatever attempt is current when it
-    runs. A human who decided on attempt ``seen`` must not settle a later
-    attempt she never saw: with ``seen`` set, the run stops ("look again")
-    when ``resolve`` reads another attempt. ``None``: today's ``resolve``.
-    """
-    op = next(steps)
-    while True:
-        try:
-            value = yield op
-        except LedgerError as exc:
-            op = steps.throw(exc)
-            continue
-        if seen is not None and isinstance(op, Get) and value is not None and value.fence != seen:
-            steps.close()
-            raise InvalidTransition(f"the effect moved on to attempt {value.fence}; look again")
-        try:
-            op = steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-
-
 class Actor(NamedTuple):
     node: int  # trie position (IDLE: no run under way)
     runs: int  # runs started
@@ -182,8 +158,12 @@ class Machine:
         name = f"{name}@{seen}" if binds else name
 
         def review() -> Generator[Any, Any, Any]:
-            steps = build.resolve(KEY, decision, reviewer="human", reason="checked the world")
-            return (yield from _bound(steps, seen if binds else None))
+            return (
+                yield from build.resolve(
+                    KEY, decision, reviewer="human", reason="checked the world",
+                    attempt=seen if binds else None,
+                )
+            )  # fmt: skip
 
         return Program(name, review)
 

@@ -14,7 +14,7 @@ import builtins
 import os
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._effect import new_run_id
 from ._rules.approvals import AnswerResult, ApprovalStatus, Decision, Packet, SigningKeys
@@ -25,10 +25,9 @@ from ._rules.intents import Intent, IntentStatus
 from ._rules.keys import EffectKey
 from ._rules.model import Event
 from ._run import approvals as gen
+from ._run.drive import AsyncDrives, Drives
+from ._run.reads import limit_of
 from ._store.records import IntentRow
-
-if TYPE_CHECKING:
-    from ._ledger import AsyncLedger, Ledger
 
 __all__ = ["Approvals", "AsyncApprovals", "AsyncIntents", "Intents", "signing_keys_from_env"]
 
@@ -46,12 +45,6 @@ def signing_keys_from_env() -> SigningKeys | None:
         except OSError as exc:
             raise UsageError(f"cannot read {source}: {exc.strerror}") from None
     return SigningKeys.parse(text, source) if text else None
-
-
-def _limit(limit: Any) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1_000_000:
-        raise UsageError(f"limit must be a whole number from 1 to 1,000,000, not {limit!r}")
-    return limit
 
 
 def _intent_status(status: IntentStatus | str | None) -> IntentStatus | None:
@@ -98,7 +91,7 @@ class _KeysBase:
 class Intents:
     """Versioned intents of a :class:`~actonce.Ledger` (``ledger.intents``)."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Drives) -> None:
         self._ledger = ledger
 
     def put(self, intent: Intent) -> Intent:
@@ -125,7 +118,7 @@ class Intents:
         limit: int = 100,
     ) -> builtins.list[IntentRow]:
         """Intent versions, oldest first: the current ones by default (``None``: every version)."""
-        return self._ledger._drive(gen.list_intents(_intent_status(status), user, _limit(limit)))
+        return self._ledger._drive(gen.list_intents(_intent_status(status), user, limit_of(limit)))
 
     def history(self, intent_id: str) -> builtins.list[Event]:
         """Everything that happened to an intent, oldest first (creation, revisions)."""
@@ -135,7 +128,7 @@ class Intents:
 class AsyncIntents:
     """Versioned intents of an :class:`~actonce.AsyncLedger`; same names as :class:`Intents`."""
 
-    def __init__(self, ledger: AsyncLedger) -> None:
+    def __init__(self, ledger: AsyncDrives) -> None:
         self._ledger = ledger
 
     async def put(self, intent: Intent) -> Intent:
@@ -162,7 +155,7 @@ class AsyncIntents:
         limit: int = 100,
     ) -> builtins.list[IntentRow]:
         """See :meth:`Intents.list`."""
-        steps = gen.list_intents(_intent_status(status), user, _limit(limit))
+        steps = gen.list_intents(_intent_status(status), user, limit_of(limit))
         return await self._ledger._drive(steps)
 
     async def history(self, intent_id: str) -> builtins.list[Event]:
@@ -173,7 +166,7 @@ class AsyncIntents:
 class Approvals(_KeysBase):
     """Approval packets of a :class:`~actonce.Ledger` (``ledger.approvals``)."""
 
-    def __init__(self, ledger: Ledger, keys: SigningKeys | None) -> None:
+    def __init__(self, ledger: Drives, keys: SigningKeys | None) -> None:
         super().__init__(keys)
         self._ledger = ledger
 
@@ -278,7 +271,7 @@ class Approvals(_KeysBase):
         limit: int = 100,
     ) -> builtins.list[Packet]:
         """Packets, oldest first (optionally of one status, one user, one effect key)."""
-        steps = gen.list_packets(_statuses(status), user, _limit(limit), _key(key))
+        steps = gen.list_packets(_statuses(status), user, limit_of(limit), _key(key))
         return self._ledger._drive(steps)
 
     def history(self, packet_id: str) -> builtins.list[Event]:
@@ -298,7 +291,7 @@ class Approvals(_KeysBase):
 class AsyncApprovals(_KeysBase):
     """Approval packets of an :class:`~actonce.AsyncLedger`; same names as :class:`Approvals`."""
 
-    def __init__(self, ledger: AsyncLedger, keys: SigningKeys | None) -> None:
+    def __init__(self, ledger: AsyncDrives, keys: SigningKeys | None) -> None:
         super().__init__(keys)
         self._ledger = ledger
 
@@ -384,7 +377,7 @@ class AsyncApprovals(_KeysBase):
         limit: int = 100,
     ) -> builtins.list[Packet]:
         """See :meth:`Approvals.list`."""
-        steps = gen.list_packets(_statuses(status), user, _limit(limit), _key(key))
+        steps = gen.list_packets(_statuses(status), user, limit_of(limit), _key(key))
         return await self._ledger._drive(steps)
 
     async def history(self, packet_id: str) -> builtins.list[Event]:

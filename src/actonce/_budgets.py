@@ -10,7 +10,6 @@ abandonment (see :mod:`actonce._rules.budgets`).
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from ._effect import new_run_id
 from ._rules.budgets import Pool, PoolUsage
@@ -18,9 +17,7 @@ from ._rules.errors import UsageError
 from ._rules.holds import Draw, Gate
 from ._rules.intents import IntentRef, money
 from ._run import budgets as gen
-
-if TYPE_CHECKING:
-    from ._ledger import AsyncLedger, Ledger
+from ._run.drive import AsyncDrives, Drives
 
 __all__ = ["AsyncBudgets", "Budgets"]
 
@@ -48,7 +45,7 @@ def _limit(limit: Decimal | int | str) -> Decimal:
 class Budgets:
     """Budget pools of a :class:`~actonce.Ledger` (``ledger.budgets``)."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Drives) -> None:
         self._ledger = ledger
 
     def define(
@@ -82,7 +79,7 @@ class Budgets:
 class AsyncBudgets:
     """Budget pools of an :class:`~actonce.AsyncLedger`; same names as :class:`Budgets`."""
 
-    def __init__(self, ledger: AsyncLedger) -> None:
+    def __init__(self, ledger: AsyncDrives) -> None:
         self._ledger = ledger
 
     async def define(

@@ -24,9 +24,16 @@ from ._rules.keys import (
 )
 from ._rules.model import EffectRecord, Policy, Verdict
 from ._rules.secrets import FingerprintKey, check_secret_fields
-from ._run.effect import Plan
+from ._run.plan import Plan
 
-__all__ = ["Effect", "fingerprint_key_from_env", "new_run_id", "plan_of", "reconcile_plan"]
+__all__ = [
+    "Effect",
+    "fingerprint_key_from_env",
+    "new_run_id",
+    "once_effect",
+    "plan_of",
+    "reconcile_plan",
+]
 
 _ids: list[Any] = [0, "", itertools.count()]
 
@@ -186,3 +193,24 @@ def fingerprint_key_from_env() -> FingerprintKey | None:
         raise UsageError(
             f"{source} must hold '<key id>:<hex key>' (at least 16 bytes of hex)"
         ) from None
+
+
+def once_effect(
+    kind: str,
+    key: Callable[..., EffectKey | str],
+    verify: Callable[..., Any],
+    payload: Callable[..., Any] | None,
+    policy: Policy | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Effect:
+    body = payload(*args, **kwargs) if payload else {"args": list(args), "kwargs": kwargs}
+    return Effect(
+        key=key(*args, **kwargs),
+        kind=kind,
+        payload=body,
+        perform=lambda: fn(*args, **kwargs),
+        verify=lambda: verify(*args, **kwargs),
+        policy=policy or Policy(),
+    )

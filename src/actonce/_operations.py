@@ -26,7 +26,7 @@ from ._rules.intents import IntentRef
 from ._rules.operations import Assessment, Role
 from ._rules.receipts import Receipt
 from ._run import operation as gen
-from ._run.drive import Callables
+from ._run.callables import Callables
 
 if TYPE_CHECKING:
     from ._ledger import AsyncLedger, Ledger

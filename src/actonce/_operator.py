@@ -42,7 +42,7 @@ from ._ledger import AsyncLedger, Ledger
 from ._rules.errors import UsageError
 from ._rules.model import EffectRecord, RunResult
 from ._rules.operator import RunSummary
-from ._run.drive import NO_CALLABLES, Callables
+from ._run.callables import NO_CALLABLES, Callables
 from ._run.effect import reconcile_effect
 from ._run.operator import Config, operate
 

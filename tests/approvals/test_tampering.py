@@ -350,7 +350,7 @@ def test_the_attempt_limit_holds_for_guesses_sent_at_the_same_time(mem_world: Wo
     # compare its code, before any of them goes on: the limit must already
     # have stopped all but five (each attempt is counted before the compare).
     from actonce._run import approvals as gen
-    from actonce._run.drive import NO_CALLABLES
+    from actonce._run.callables import NO_CALLABLES
 
     from .conftest import KEYS
 

@@ -4,11 +4,14 @@ Ana signs in, opens the queue, opens the unknown invoice, sees its evidence
 screenshot (decoded by the browser), holds the item, and resolves it with a
 reason; meanwhile Bo, in another browser context, sees it held by ana. The
 ledger then holds exactly one decision event, by ana. The screenshots of
-the queue and the effect page are saved under ``docs/console/``.
+the queue and the effect page are saved as test artifacts (under the test's
+temporary folder, or ``$ACTONCE_ARTIFACTS``); with
+``ACTONCE_UPDATE_SCREENSHOTS=1`` they replace the ones ``docs/console.md`` shows.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +26,16 @@ from actonce.console import ConsoleServer, Settings, ref_of
 from .world import PASSWORDS, World, build
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+DOCS_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where the screenshots go: the docs only when asked, else an artifacts folder."""
+    if os.environ.get("ACTONCE_UPDATE_SCREENSHOTS") == "1":
+        return DOCS_SHOTS
+    root = os.environ.get("ACTONCE_ARTIFACTS")
+    return Path(root) / "console" if root else tmp_path / "screenshots"
 
 
 @pytest.fixture
@@ -58,7 +70,7 @@ def _sign_in(page: Any, url: str, name: str) -> None:
 
 
 def test_a_reviewer_resolves_an_unknown_effect_in_a_browser(
-    chromium: Any, live: tuple[World, ConsoleServer]
+    chromium: Any, live: tuple[World, ConsoleServer], shots: Path
 ) -> None:
     world, server = live
     key = world.keys["unknown"]
@@ -81,8 +93,8 @@ def test_a_reviewer_resolves_an_unknown_effect_in_a_browser(
         queue = ana.get_by_test_id("queue")
         assert queue.is_visible()
         assert ana.get_by_test_id("reviewer").inner_text() == "ana"
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        ana.screenshot(path=str(SHOTS / "queue.png"), full_page=True)
+        shots.mkdir(parents=True, exist_ok=True)
+        ana.screenshot(path=str(shots / "queue.png"), full_page=True)
 
         ana.get_by_role("link", name=re.compile("create invoice ORDER-9201")).click()
         ana.wait_for_url(f"{server.url}/effects/{ref_of(key)}")
@@ -103,13 +115,13 @@ def test_a_reviewer_resolves_an_unknown_effect_in_a_browser(
         held = bo.get_by_test_id("held-by").inner_text()
         assert re.search(r"Held by ana until \d\d:\d\d:\d\d UTC", held), held
         assert bo.get_by_role("button", name="Record the decision").count() == 0
-        bo.screenshot(path=str(SHOTS / "effect-held-by-another.png"), full_page=True)
+        bo.screenshot(path=str(shots / "effect-held-by-another.png"), full_page=True)
 
         ana.get_by_label(re.compile("Not found at the provider")).check()
         chosen = ana.locator(".choice.chosen")  # the script marks the chosen consequence
         assert "releases the reservation" in chosen.inner_text().lower()
         ana.get_by_label(re.compile("^Reason")).fill("searched the billing UI: no ORDER-9201")
-        ana.screenshot(path=str(SHOTS / "effect.png"), full_page=True)
+        ana.screenshot(path=str(shots / "effect.png"), full_page=True)
         ana.get_by_role("button", name="Record the decision").click()
         ana.wait_for_load_state()
         assert ana.get_by_test_id("status").inner_text() == "failed"

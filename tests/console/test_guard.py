@@ -50,6 +50,7 @@ def _fill(path: str, world: World, server: ConsoleServer) -> str:
         "seq": str(seq),
         "name": "console.css" if path.startswith("/static/") else "screenshot.png",
         "packet_id": world.packets["pending-ana"],
+        "op": world.operations["complete"],
     }
     names = re.findall(r"{(\w+)(?::\w+)?}", path)
     missing = set(names) - set(values)

@@ -93,7 +93,12 @@ def test_a_decision_needs_the_hold_and_records_the_reviewer_once(
             url = f"/effects/{ref_of(key)}"
             before = len(fresh.ledger.events(key))
             # Without a hold, nothing is recorded.
-            page = post(ana, url + "/resolve", ana_token, **{"class": "not_found", "reason": "x"})
+            page = post(
+                ana,
+                url + "/resolve",
+                ana_token,
+                **{"attempt": "1", "class": "not_found", "reason": "x"},
+            )
             assert "hold the item first" in text_of(page.text)
             page = post(ana, url + "/hold", ana_token)
             words = text_of(page.text)
@@ -105,16 +110,34 @@ def test_a_decision_needs_the_hold_and_records_the_reviewer_once(
             seen_by_bo = text_of(bo.get(url).text)
             assert re.search(r"Held by ana until \d\d:\d\d:\d\d UTC", seen_by_bo)
             assert "Record the decision" not in seen_by_bo
-            page = post(bo, url + "/resolve", bo_token, **{"class": "not_found", "reason": "me"})
+            page = post(
+                bo,
+                url + "/resolve",
+                bo_token,
+                **{"attempt": "1", "class": "not_found", "reason": "me"},
+            )
             assert "hold the item first" in text_of(page.text)
             assert "Held by ana" in text_of(post(bo, url + "/hold", bo_token).text)
             # A reason class that names a result needs it.
-            page = post(ana, url + "/resolve", ana_token, **{"class": "seen", "reason": "there"})
+            page = post(
+                ana,
+                url + "/resolve",
+                ana_token,
+                **{"attempt": "1", "class": "seen", "reason": "there"},
+            )
             assert "names the result" in text_of(page.text)
+            # A decision names the attempt the page showed: none, or another, records nothing.
+            page = post(ana, url + "/resolve", ana_token, **{"class": "not_found", "reason": "x"})
+            assert "did not say which attempt" in text_of(page.text)
+            stale = {"attempt": "2", "class": "not_found", "reason": "x"}
+            page = post(ana, url + "/resolve", ana_token, **stale)
+            assert "on attempt 1 now, not the attempt 2" in text_of(page.text)
+            assert 'name="attempt" value="1"' in ana.get(url).text  # what the form sends
             # A form field cannot choose the identity.
             page = post(
                 ana, url + "/resolve", ana_token,
-                **{"class": "not_found", "reason": "not in billing", "reviewer": "mallory"},
+                **{"attempt": "1", "class": "not_found", "reason": "not in billing",
+                   "reviewer": "mallory"},
             )  # fmt: skip
             assert "Recorded by ana: the effect is failed" in text_of(page.text)
     events = fresh.ledger.events(key)
@@ -150,7 +173,8 @@ def test_verify_again_writes_nothing_and_the_decision_quotes_it(
             post(ana, url + "/hold", token)
             page = post(
                 ana, url + "/resolve", token,
-                **{"class": "seen", "reason": "the verifier sees it", "result_ref": obj},
+                **{"attempt": "1", "class": "seen", "reason": "the verifier sees it",
+                   "result_ref": obj},
             )  # fmt: skip
             assert "the effect is confirmed" in text_of(page.text)
     (d,) = [e for e in fresh.ledger.events(key) if e.run_id.startswith("review:")]
@@ -203,7 +227,30 @@ def test_the_packets_own_user_answers_it(fresh: World) -> None:
     assert got.status.value == "denied" and got.decided_by == "carol"
 
 
-def test_receipts_have_their_place(server: ConsoleServer, signed_in: SignIn) -> None:
+def test_receipts_list_show_and_link_back(
+    server: ConsoleServer, world: World, signed_in: SignIn
+) -> None:
     client, _ = signed_in("ana")
-    page = client.get("/receipts").text
-    assert 'data-placeholder="receipts"' in page and "issue 11" in page
+    listing = client.get("/receipts")
+    assert listing.status_code == 200
+    page = text_of(listing.text)
+    assert "trip-77" in page and "complete" in page
+    assert 'data-placeholder="receipts"' not in listing.text
+    one = client.get("/receipts/trip-77")
+    assert one.status_code == 200
+    words = text_of(one.text)
+    receipt = world.ledger.receipt("trip-77")
+    assert receipt is not None
+    assert receipt.text.splitlines()[0] in words  # the user's text, as the ledger wrote it
+    assert '"operation_id": "trip-77"' in html.unescape(one.text)  # the operators' JSON
+    step = ref_of(world.keys["step"])
+    assert f'href="/effects/{step}"' in one.text  # each step links to its effect
+    # The effect's own screen names its operation and links back to the receipt.
+    effect = client.get(f"/effects/{step}").text
+    assert 'data-testid="operation"' in effect and 'href="/receipts/trip-77"' in effect
+    assert "(this effect)" in text_of(effect)
+    # An effect that is no operation's step shows no operation section.
+    alone = client.get(f"/effects/{ref_of(world.keys['confirmed'])}").text
+    assert 'data-testid="operation"' not in alone
+    assert client.get("/receipts/no-such-op").status_code == 404
+    assert client.get("/receipts?before=nan").status_code == 200  # a bad cursor is ignored

@@ -26,10 +26,13 @@ from actonce import (
     Fact,
     Intent,
     Ledger,
+    Operation,
+    OperationState,
     Policy,
     Registry,
     SigningKeys,
     Status,
+    Step,
     Verdict,
     effect_key,
 )
@@ -49,6 +52,7 @@ CANARIES = (
     "CANARY-HTML-7",
     "CANARY-DETAIL-8",
     "CANARY-REASON-9",
+    "CANARY-CARD-10",
 )
 
 
@@ -121,6 +125,7 @@ class World:
     root: Path
     keys: dict[str, str] = field(default_factory=dict)
     packets: dict[str, str] = field(default_factory=dict)
+    operations: dict[str, str] = field(default_factory=dict)
 
     def reviewers(self) -> Reviewers:
         return Reviewers(_hashes())
@@ -237,7 +242,29 @@ def build(root: Path, *, evidence_root: Path | None = None) -> World:
     k["canary"] = str(canary.key)
 
     _approvals(world)
+    _operation(world)
     return world
+
+
+def _operation(world: World) -> None:
+    """A two-step operation that completed and wrote its receipt."""
+    provider, k = world.provider, world.keys
+    hold = invoice(
+        provider,
+        "TRIP-77-HOLD",
+        amount="10.00",
+        policy=QUICK,
+        extra={"card_number": "CANARY-CARD-10"},
+    )
+    release = invoice(provider, "TRIP-77-RELEASE", amount="0.00", policy=QUICK)
+    book = invoice(provider, "TRIP-77-BOOK", amount="240.00", policy=QUICK)
+    op = Operation(world.ledger, "trip-77", [
+        Step("hold", hold, "compensatable", undo=release),
+        Step("book", book, "pivot"),
+    ])  # fmt: skip
+    assert op.run().state is OperationState.COMPLETE
+    world.operations["complete"] = "trip-77"
+    k["step"] = str(book.key)
 
 
 def _approvals(world: World) -> None:

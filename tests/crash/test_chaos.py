@@ -1,12 +1,16 @@
 """The chaos engine: a short campaign must be clean and must cover every point.
 
 Also checks that the engine can see what it claims to look for: a worker
-that bypasses the ledger makes duplicates, and the campaign reports them.
+that bypasses the ledger makes duplicates, and the campaign reports them;
+slow performs past lease + settle stay clean while the owner's heartbeat
+extends its lease, and are overtaken without it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 
 import pytest
 
@@ -81,9 +85,111 @@ def test_campaign_reports_worker_errors(monkeypatch: pytest.MonkeyPatch) -> None
     assert any("RuntimeError: boom" in f for f in report.findings)
 
 
-def test_plans_are_reproducible() -> None:
-    import random
+#: A short campaign with slow performs: 5 schedules of 3 workers and 4 intents,
+#: 40% of the chaotic rounds' performs slow (2.5-3.75 s; lease + settle <= 1.625 s).
+SLOW = {
+    "schedules": 5,
+    "workers": 3,
+    "intents": 4,
+    "seed": 8,
+    "slow_rate": 0.4,
+    "slow_seconds": 2.5,
+}
 
+
+def test_slow_performs_cross_lease_and_settle_and_stay_clean() -> None:
+    report = run_campaign(**SLOW)  # type: ignore[arg-type]
+    assert report.slow_performs > 0 and report.slow_crossed > 0, report.summary()
+    assert report.slow_min_ratio is not None and report.slow_min_ratio > 1.0
+    assert 0 < report.slow_max_window <= 0.65 * 2.5 + 1e-9
+    assert sum(report.slow_outcomes.values()) == report.slow_performs
+    # The owners kept their leases alive: nobody overtook a slow perform.
+    assert report.slow_overtaken == 0, report.slow_outcomes
+    assert report.duplicates == 0, report.findings
+    assert report.lost == 0 and report.unresolved == 0 and report.inconsistent == 0
+    assert report.ok, report.summary()
+    data = report.to_json()
+    assert data["slow_performs"] == report.slow_performs
+    assert data["slow_outcomes"] == report.slow_outcomes
+    assert json.loads(json.dumps(data)) == data
+    assert "slow performs" in report.summary()
+
+
+def test_without_the_heartbeat_slow_performs_are_overtaken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same campaign with the owner's lease no longer extended while it performs."""
+    from actonce._run import heartbeat
+
+    def no_heartbeat(
+        self: heartbeat.Heartbeats, op: object, store: object, clock: object
+    ) -> object:
+        beat = heartbeat.Beat(op, store, clock)  # type: ignore[arg-type]
+        beat.cancelled = True  # never scheduled: the lease runs out during the perform
+        return beat
+
+    # The forked workers inherit the patched driver.
+    monkeypatch.setattr(heartbeat.Heartbeats, "start", no_heartbeat)
+    report = run_campaign(**SLOW)  # type: ignore[arg-type]
+    assert report.slow_performs > 0
+    # Peers saw the mark orphaned and took the effect over during the page
+    # load: the owners performed after being overtaken (then review, and a
+    # duplicate where absence was authoritative).
+    assert report.slow_overtaken > 0, report.summary()
+    assert any(k.startswith("overtaken") for k in report.slow_outcomes)
+
+
+def test_slow_plan_changes_only_lease_settle_and_delay() -> None:
+    plain = _chaos._plan(random.Random("actonce-chaos:3:17"), 3, 5)
+    slow = _chaos._plan(
+        random.Random("actonce-chaos:3:17"), 3, 5, slow=(random.Random("slow:3:17"), 4.0)
+    )
+    assert slow.policy.lease_seconds + slow.policy.settle_seconds <= 0.65 * 4.0
+    assert slow.policy.settle_seconds < slow.policy.lease_seconds
+    same = {"lease_seconds", "settle_seconds"}
+    for f in dataclasses.fields(plain.policy):
+        if f.name not in same:
+            assert getattr(plain.policy, f.name) == getattr(slow.policy, f.name), f.name
+    assert dataclasses.replace(slow.faults, visibility_delay=0) == dataclasses.replace(
+        plain.faults, visibility_delay=0
+    )
+    if slow.policy.absence_authoritative:
+        assert slow.faults.visibility_delay <= slow.policy.settle_seconds / 4
+    assert (slow.arms, slow.kill, slow.zombie, slow.chaos_rounds) == (
+        plain.arms,
+        plain.kill,
+        plain.zombie,
+        plain.chaos_rounds,
+    )
+
+
+def test_a_worker_that_never_reports_is_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    from actonce.chaos import _round
+
+    def hang(spec: _chaos_worker.WorkerSpec, clock: SystemClock) -> None:
+        signal.pause()  # never ends by itself (the parent kills it)
+
+    monkeypatch.setattr(_chaos_worker, "_work", hang)
+    stats = _round.Stats()
+    spec = _chaos_worker.WorkerSpec(
+        ledger_path="/nonexistent/ledger.db",
+        provider_path="/nonexistent/provider.db",
+        error_path="/dev/null",
+        offset=0.0,
+        refs=("a",),
+        policy=_chaos._plan(random.Random(1), 1, 1).policy,
+        faults=_chaos.Faults(),
+        seed=1,
+    )
+    killed, stopped = _round.run_round([], [(0, spec, None)], None, 0.0, stats, stall=0.5)
+    assert stats.stuck == 1 and killed == [0] and not stopped
+    assert stats.kills == 0  # a stuck worker is not counted as a chaos kill
+    assert any("stuck" in f for f in stats.findings)
+
+
+def test_plans_are_reproducible() -> None:
     a = _chaos._plan(random.Random("actonce-chaos:3:17"), 3, 5)
     b = _chaos._plan(random.Random("actonce-chaos:3:17"), 3, 5)
     assert a == b
@@ -115,6 +221,17 @@ def test_main_exit_1_on_duplicates(
         ["--backend", "oracle"],
         ["--backend", "postgres", "--dsn", "mysql://x@localhost/db", "--schedules", "1"],
         ["--backend", "sqlite", "--terminate-connections", "--schedules", "1"],
+        ["--slow-rate", "1.5"],
+        ["--slow-rate", "nan"],
+        ["--slow-rate", "x"],
+        ["--slow-seconds", "1"],
+        ["--slow-seconds", "inf"],
+        ["--restart-server", "--schedules", "1"],
+        ["--backend", "postgres", "--restart-server", "--dsn", "postgresql://x@127.0.0.1/d"],
+        ["--backend", "postgres", "--restart-server", "--restart-every", "0:1"],
+        ["--backend", "postgres", "--restart-server", "--restart-every", "9:3"],
+        ["--backend", "postgres", "--restart-server", "--restart-every", "a:b"],
+        ["--min-restarts", "2", "--schedules", "1"],
     ],
 )
 def test_main_exit_2_on_bad_input(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

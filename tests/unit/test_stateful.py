@@ -51,7 +51,7 @@ from actonce import (
 )
 from actonce._rules.lifecycle import check_transition
 from actonce._run import ops
-from actonce._run.drive import perform_answer
+from actonce._run.callables import perform_answer
 from actonce._run.effect import Plan, run_effect
 from actonce.testing import FakeProvider, FrozenClock, MemoryStore
 

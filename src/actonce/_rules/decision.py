@@ -300,6 +300,28 @@ def situation_of(
     return situation(record, now, my_fence, declined, performed, trusted)
 
 
+# The enum members the two functions below compare against, as module globals:
+# an enum class answers ``Status.FAILED`` through its metaclass's attribute hook,
+# several times slower than a global, and the protocol's loop asks these often.
+_S_NEW, _S_OVERTAKEN, _S_DONE, _S_ABANDONED = Sit.NEW, Sit.OVERTAKEN, Sit.DONE, Sit.ABANDONED
+_S_REVIEW, _S_UNKNOWN, _S_OWNED, _S_BUSY = Sit.REVIEW, Sit.UNKNOWN, Sit.OWNED, Sit.BUSY
+_S_STALE, _S_DECLINED, _S_PERFORMED = Sit.STALE_CLAIM, Sit.DECLINED, Sit.PERFORMED
+_S_ORPHANED = Sit.ORPHANED
+_FAILED, _CLAIMED = Status.FAILED, Status.CLAIMED
+#: Statuses that settle the situation by themselves (once OVERTAKEN is ruled out).
+_SETTLED = {
+    Status.FAILED: Sit.NEW,
+    Status.CONFIRMED: Sit.DONE,
+    Status.ABANDONED: Sit.ABANDONED,
+    Status.NEEDS_REVIEW: Sit.REVIEW,
+    Status.UNKNOWN: Sit.UNKNOWN,
+}
+_O_NOT_CHECKED, _O_DUPLICATE, _O_CONFIRMED = Obs.NOT_CHECKED, Obs.DUPLICATE, Obs.CONFIRMED
+_O_UNAVAILABLE, _O_ABSENT, _O_UNSETTLED = Obs.UNAVAILABLE, Obs.ABSENT, Obs.ABSENT_UNSETTLED
+_O_UNPROVEN = Obs.ABSENT_UNPROVEN
+_BEFORE_MARK = (Status.CLAIMED, Status.FAILED)
+
+
 def situation(
     record: EffectRecord | None,
     now: float,
@@ -310,30 +332,23 @@ def situation(
 ) -> Situation:
     """:func:`situation_of` with positional arguments (the protocol's loop calls it often)."""
     if record is None:
-        return Sit.NEW
+        return _S_NEW
     status = record.status
     mine = my_fence is not None and record.fence == my_fence
-    if performed and not declined and (not mine or status is Status.FAILED):
-        return Sit.OVERTAKEN
-    if status is Status.FAILED:
-        return Sit.NEW
-    if status is Status.CONFIRMED:
-        return Sit.DONE
-    if status is Status.ABANDONED:
-        return Sit.ABANDONED
-    if status is Status.NEEDS_REVIEW:
-        return Sit.REVIEW
-    if status is Status.UNKNOWN:
-        return Sit.UNKNOWN
+    if performed and not declined and (not mine or status is _FAILED):
+        return _S_OVERTAKEN
+    settled = _SETTLED.get(status)  # failed, confirmed, abandoned, in review, unknown
+    if settled is not None:
+        return settled
     live = not trusted or record.lease_live(now)
-    if status is Status.CLAIMED:
+    if status is _CLAIMED:
         if mine:
-            return Sit.OWNED
-        return Sit.BUSY if live else Sit.STALE_CLAIM
+            return _S_OWNED
+        return _S_BUSY if live else _S_STALE
     # EXECUTING
     if mine:
-        return Sit.DECLINED if declined else Sit.PERFORMED
-    return Sit.BUSY if live else Sit.ORPHANED
+        return _S_DECLINED if declined else _S_PERFORMED
+    return _S_BUSY if live else _S_ORPHANED
 
 
 def observe(
@@ -378,17 +393,17 @@ def observation(
 ) -> Observation:
     """:func:`observe` with positional arguments (the protocol's loop calls it often)."""
     if verdict is None:
-        return Obs.NOT_CHECKED
+        return _O_NOT_CHECKED
     if isinstance(verdict, Confirmed):
-        return Obs.DUPLICATE if verdict.count > 1 else Obs.CONFIRMED
+        return _O_DUPLICATE if verdict.count > 1 else _O_CONFIRMED
     if isinstance(verdict, Unavailable):
-        return Obs.UNAVAILABLE
+        return _O_UNAVAILABLE
     if not isinstance(verdict, Absent):  # pragma: no cover - typing guards this
         raise ProtocolError(f"not a verdict: {verdict!r}")
     if record is None or record.executing_at is None:
-        return Obs.ABSENT
-    if record.status in (Status.CLAIMED, Status.FAILED):
-        return Obs.ABSENT
+        return _O_ABSENT
+    if record.status in _BEFORE_MARK:
+        return _O_ABSENT
     if my_fence is not None and record.fence == my_fence and since_perform is not None:
         settled = since_perform >= policy.settle_seconds
     else:
@@ -396,8 +411,8 @@ def observation(
             policy.settle_seconds
         )
     if not settled:
-        return Obs.ABSENT_UNSETTLED
-    return Obs.ABSENT if policy.absence_authoritative else Obs.ABSENT_UNPROVEN
+        return _O_UNSETTLED
+    return _O_ABSENT if policy.absence_authoritative else _O_UNPROVEN
 
 
 #: The moves: actions that compare-and-set the record to a status.

@@ -51,6 +51,12 @@ _VOLATILE_NAMES = frozenset(
 )
 
 
+# One encoder for every canonical text (``json.dumps`` with options makes one per call).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> str:
     """Serialize ``value`` to one canonical JSON text.
 
@@ -63,10 +69,13 @@ def canonical_json(value: Any) -> str:
         InvalidKey: ``value`` holds something JSON cannot represent exactly.
     """
     check_json(value)
+    return _dumps(value)
+
+
+def _dumps(value: Any) -> str:
+    """The canonical JSON text of a value :func:`check_json` accepted."""
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidKey(f"not canonical JSON: {exc}") from exc
 
@@ -82,6 +91,8 @@ def check_json(value: Any) -> None:
 
 def check_text(text: str, what: str) -> str:
     """``text`` if it has a UTF-8 form, else :class:`InvalidKey` naming ``what``."""
+    if text.isascii():  # no surrogate is ASCII: most names, checked without a copy
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -136,6 +147,8 @@ def stored_payload(
     """
     check_json(payload)
     redaction = redact(payload, key=key, secret_fields=secret_fields)
+    if redaction.payload == payload:  # nothing redacted (compared in C): checked once
+        return _dumps(redaction.payload), redaction
     return canonical_json(redaction.payload), redaction
 
 

@@ -238,6 +238,8 @@ class Redaction:
 
 def check_secret_fields(fields: Any) -> tuple[str, ...]:
     """Validate a ``secret_fields`` argument: a sequence of non-empty names."""
+    if type(fields) is tuple and not fields:  # the default, on every effect: nothing to check
+        return fields
     if isinstance(fields, str | bytes):
         raise UsageError(
             f"secret_fields must be a sequence of names, not the string {fields!r} "
@@ -260,7 +262,7 @@ def redact(
     declared = frozenset(check_secret_fields(secret_fields))
     found: list[str] = []
     out = _redact(payload, key, declared, "", found)
-    return Redaction(out, tuple(sorted(set(found), key=len, reverse=True)))
+    return Redaction(out, tuple(sorted(set(found), key=len, reverse=True)) if found else ())
 
 
 def _secret(value: Any, key: FingerprintKey | None, found: list[str]) -> dict[str, str]:
@@ -287,9 +289,14 @@ def _collect(value: Any, found: list[str]) -> None:
             _collect(v, found)
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})  # nothing to redact, no ABC check needed
+
+
 def _redact(
     value: Any, key: FingerprintKey | None, declared: frozenset[str], path: str, found: list[str]
 ) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():

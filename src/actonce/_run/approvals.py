@@ -1,10 +1,11 @@
 """Intents and approvals as generators of typed operations (both ledgers drive them).
 
 The rules are in ``_rules.intents``/``_rules.approvals``; the rows and their
-transactions in ``_store.gated_ops``. These generators put the two together:
-read what is needed, ask the rule, write the one change (with its event), and
-record every answer that changed nothing (a duplicate delivery, a refusal) in
-the packet's history.
+transactions in ``_store.intent_ops``, ``_store.approval_ops`` and
+``_store.gated_ops``. These generators put the two together: read what is
+needed, ask the rule, write the one change (with its event), and record every
+answer that changed nothing (a duplicate delivery, a refusal) in the packet's
+history.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .._rules.intents import Intent, IntentRef, IntentStatus, Revision, money, r
 from .._rules.keys import EffectKey
 from .._rules.model import Event, EventType
 from .._rules.text import storable
-from .._store.gated_ops import approval_event_key, intent_event_key
+from .._store.history import approval_event_key, intent_event_key
 from .._store.records import IntentRow, RevisionResult
 from .ops import NOW, AppendEvent, Events, Op, StoreOp, Tick
 

@@ -26,6 +26,8 @@ import math
 import time
 from typing import Protocol, runtime_checkable
 
+from .ops import Tick
+
 __all__ = ["Clock", "StepWatch", "SystemClock"]
 
 
@@ -133,6 +135,17 @@ class SystemClock:
 
     def trusted(self) -> bool:
         return self._watch.trusted(time.monotonic())
+
+    def read(self) -> Tick:
+        """``now()``, ``monotonic()`` and ``trusted()`` at once, on one monotonic reading."""
+        mono = time.monotonic()
+        anchor = self._anchor
+        if anchor is None:
+            base = time.time()
+            self._watch.feed(base, mono)
+        else:
+            base = anchor[0] + (mono - anchor[1])
+        return Tick(base + self.offset, mono, self._watch.trusted(mono))
 
     @property
     def steps(self) -> int:

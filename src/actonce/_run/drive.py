@@ -3,38 +3,46 @@
 A driver runs one protocol generator to its end: it answers each operation
 (:mod:`actonce._run.ops`) by calling the store, the clock or the user's
 callables, and throws a store's :class:`~actonce.ActOnceError` back into the
-generator. What the user's callables return is shaped here once for both
-drivers (:func:`as_verdict`, :func:`perform_answer`, :func:`evidence_ref`):
-an exception from a verifier becomes ``Unavailable``, a perform's exception
-and its ``details`` become the :class:`~actonce._run.ops.Performed` answer.
+generator. What the user's callables return is shaped once for both drivers
+(:mod:`actonce._run.callables`): an exception from a verifier becomes
+``Unavailable``, a perform's exception and its ``details`` become the
+:class:`~actonce._run.ops.Performed` answer.
 
 While a perform runs, the driver extends the owner's lease (a fenced
 compare-and-set on the ``executing`` row) every ``heartbeat`` seconds, and
 at once when the ledger clock is seen to step: the sync driver from one
-background thread per ledger (:class:`Heartbeats`), the async driver from a
-task. A lease extension that finds the row no longer the owner's marks the
-answer ``overtaken``.
+background thread per ledger (:class:`~actonce._run.heartbeat.Heartbeats`),
+the async driver from a task. A lease extension that finds the row no longer
+the owner's marks the answer ``overtaken``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import inspect
-import itertools
-import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Generator
+from typing import Any, Protocol, TypeVar
 
-from .._rules.errors import ActOnceError, HardStop, LedgerError, UsageError
-from .._rules.facts import Fact
-from .._rules.model import Absent, Confirmed, RunResult, Status, Unavailable, Verdict
+from .._rules.errors import ActOnceError, HardStop, LedgerError
+from .._rules.model import RunResult, Status
 from .._store.base import AsyncEffectStore, EffectStore
 from . import points
+from .callables import (
+    NO_CALLABLES,
+    Callables,
+    as_verdict,
+    evidence_ref,
+    maybe_await,
+    no_await,
+    perform_answer,
+    refreshed,
+    stopped,
+    tick,
+    unavailable,
+)
 from .clock import Clock
-from .effect import Plan, run_effect
+from .effect import run_effect
+from .heartbeat import STEP_CHECK, Heartbeats
 from .ops import (
     AppendEvent,
     Claim,
@@ -43,236 +51,38 @@ from .ops import (
     Hook,
     Hooked,
     Now,
+    Op,
     Perform,
     Performed,
     Point,
     Precondition,
     Refresh,
-    Refreshed,
     RunEffect,
     Sleep,
     Steps,
-    Tick,
     Transition,
     Verified,
     Verify,
 )
+from .plan import Plan
 from .telemetry import Telemetry, TelemetryRun, TelemetryScope, fingerprint, origin_of, step_of
 from .telemetry import step_result as _step_result
 
-__all__ = [
-    "AsyncDriver",
-    "Callables",
-    "Driver",
-    "Heartbeats",
-    "as_verdict",
-    "evidence_ref",
-    "perform_answer",
-    "tick",
-]
+__all__ = ["AsyncDriver", "AsyncDrives", "Driver", "Drives"]
 
-_VERDICTS = (Confirmed, Absent, Unavailable)
-_PLAIN = (bool, str, Confirmed, Absent, Unavailable)
-_STEP_CHECK = 1.0  # seconds between two looks at the clock while a perform runs
-_POLL = 0.2  # seconds the heartbeat thread sleeps at most between two looks at its queue
+T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Callables:
-    """The user's callables of one effect (only ``verify`` for reconcile).
+class Drives(Protocol):
+    """What a facade over a ledger (``ledger.intents``, ``ledger.budgets``) needs of it."""
 
-    ``host`` answers ``Hook`` operations (a loop's stages: the operator's).
-    """
-
-    verify: Callable[[], Any]
-    perform: Callable[[], Any] | None = None
-    precondition: Callable[[], Any] | None = None
-    evidence: Callable[[str], Any] | None = None
-    refresh: Callable[[], Any] | None = None
-    host: Any = None
+    def _drive(self, steps: Generator[Op, Any, T]) -> T: ...
 
 
-NO_CALLABLES = Callables(verify=lambda: Unavailable("no verifier for this operation"))
+class AsyncDrives(Protocol):
+    """:class:`Drives`, of an async ledger."""
 
-
-def tick(clock: Clock) -> Tick:
-    """Read the clocks once."""
-    return Tick(clock.now(), clock.monotonic(), clock.trusted())
-
-
-def as_verdict(value: Any) -> Verdict:
-    """A verifier's answer as a verdict; anything else is ``Unavailable``."""
-    if isinstance(value, _VERDICTS):
-        return value
-    return Unavailable(f"verifier returned {type(value).__name__}, not a verdict")
-
-
-def unavailable(exc: Exception) -> Unavailable:
-    """What a verifier's exception means: the check could not be made."""
-    return Unavailable(f"verifier raised {type(exc).__name__}: {exc}")
-
-
-def stopped(exc: HardStop, now: Tick) -> Verified:
-    """A verifier's ``HardStop``: unavailable, and a stop the protocol may act on."""
-    return Verified(Unavailable(f"hard stop: {exc.reason}"), now, exc.reason)
-
-
-def perform_answer(
-    value: Any, error: Exception | None, started: float, clock: Clock, overtaken: bool
-) -> Performed:
-    """The ``Performed`` answer from what ``perform`` returned or raised."""
-    source = getattr(error, "details", None) if error is not None else value
-    details = dict(source) if isinstance(source, Mapping) else None
-    ended = tick(clock)
-    return Performed(error, details, ended, ended.mono - started, overtaken)
-
-
-def as_facts(value: Any, now: float) -> tuple[Fact, ...]:
-    """A refresher's answer as facts: ``Fact`` values, or a mapping name -> value.
-
-    Raises:
-        UsageError: anything else.
-    """
-    if isinstance(value, Mapping):
-        return tuple(Fact(str(name), v, now) for name, v in value.items())
-    if isinstance(value, Fact):
-        return (value,)
-    try:
-        facts = tuple(value)
-    except TypeError:
-        raise UsageError(f"a refresher returns facts, not {type(value).__name__}") from None
-    if not all(isinstance(f, Fact) for f in facts):
-        raise UsageError("a refresher returns Fact values or a mapping of name -> value")
-    return facts
-
-
-def refreshed(fn: Callable[[], Any] | None, value: Any, error: Exception | None, now: Tick) -> Any:
-    """The ``Refreshed`` answer from what a refresher returned or raised."""
-    if error is not None:
-        return Refreshed(None, f"{type(error).__name__}: {error}", now)
-    try:
-        return Refreshed(as_facts(value, now.now), None, now)
-    except UsageError as exc:
-        return Refreshed(None, str(exc), now)
-
-
-def evidence_ref(ref: Any) -> str | None:
-    """An evidence hook's answer as a reference (``None`` when it gave none)."""
-    return None if ref is None else str(ref)
-
-
-def _no_await(value: Any) -> Any:
-    if value is None or isinstance(value, _PLAIN):  # the common answers, checked cheaply
-        return value
-    if inspect.isawaitable(value):
-        if inspect.iscoroutine(value):
-            value.close()
-        raise UsageError("a callable returned an awaitable: use AsyncLedger for async effects")
-    return value
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-# --- heartbeats while a perform runs (sync) ------------------------------------------
-
-
-class _Beat:
-    __slots__ = ("cancelled", "clock", "due", "lease", "op", "overtaken", "steps", "store")
-
-    def __init__(self, op: Perform, store: EffectStore, clock: Clock) -> None:
-        self.op = op
-        self.store = store
-        self.clock = clock
-        self.lease = op.lease_seconds
-        self.due = time.monotonic() + min(op.heartbeat, _STEP_CHECK)
-        self.steps = getattr(clock, "steps", 0)
-        self.cancelled = False
-        self.overtaken = False
-
-    def beat(self) -> None:
-        """Extend the lease if it is time (or the clock stepped); schedule the next look."""
-        op = self.op
-        now_mono = time.monotonic()
-        ledger_now = self.clock.now()  # also lets the clock notice a step
-        steps = getattr(self.clock, "steps", 0)
-        stepped = steps != self.steps
-        self.steps = steps
-        if stepped or now_mono >= self.due - 1e-3:
-            try:
-                ok = self.store.extend(
-                    op.key, (Status.EXECUTING, op.fence), ledger_now + self.lease
-                )
-            except LedgerError:
-                ok = True  # the next beat tries again; the lease runs meanwhile
-            if not ok:
-                self.overtaken = True
-                self.cancelled = True
-                return
-            self.due = now_mono + op.heartbeat
-        self.due = min(self.due, now_mono + _STEP_CHECK)
-
-
-class Heartbeats:
-    """One background thread that extends the leases of running performs."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Beat]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-
-    def start(self, op: Perform, store: EffectStore, clock: Clock) -> _Beat:
-        beat = _Beat(op, store, clock)
-        with self._cond:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(
-                    target=self._run, name="actonce-heartbeat", daemon=True
-                )
-                self._thread.start()
-            # No notify: waking the thread for every perform would cost more
-            # than most performs take. It looks every _POLL seconds instead.
-            heapq.heappush(self._heap, (beat.due, next(self._seq), beat))
-        return beat
-
-    def stop(self, beat: _Beat) -> bool:
-        """Stop beating for ``beat``; True when a beat found the row overtaken."""
-        with self._cond:
-            beat.cancelled = True
-            return beat.overtaken
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._closed:
-                while self._heap and self._heap[0][2].cancelled:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait(_POLL)
-                    continue
-                due, _, beat = self._heap[0]
-                wait = due - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(min(wait, _POLL))
-                    continue
-                heapq.heappop(self._heap)
-                # The store call happens outside the lock: stop() never waits for it.
-                self._cond.release()
-                try:
-                    beat.beat()
-                finally:
-                    self._cond.acquire()
-                if not beat.cancelled:
-                    heapq.heappush(self._heap, (beat.due, next(self._seq), beat))
+    async def _drive(self, steps: Generator[Op, Any, T]) -> T: ...
 
 
 # --- the sync driver ---------------------------------------------------------------
@@ -372,19 +182,17 @@ class Driver:
         store = self.store
         kind = type(op)
         if kind is Now:
-            clock = self.clock
-            return Tick(clock.now(), clock.monotonic(), clock.trusted())
+            return tick(self.clock)
         if kind is Get:
             return store.get(op.key)
         if kind is Verify:
             try:
-                verdict = as_verdict(_no_await(fns.verify()))
+                verdict = as_verdict(no_await(fns.verify()))
             except HardStop as exc:
                 return stopped(exc, tick(self.clock))
             except Exception as exc:
                 verdict = unavailable(exc)
-            clock = self.clock
-            return Verified(verdict, Tick(clock.now(), clock.monotonic(), clock.trusted()))
+            return Verified(verdict, tick(self.clock))
         if kind is Transition:
             if op.before is not None:
                 points.hit(op.before)
@@ -425,10 +233,10 @@ class Driver:
             return None
         if kind is Precondition:
             assert fns.precondition is not None
-            return bool(_no_await(fns.precondition()))
+            return bool(no_await(fns.precondition()))
         if kind is Evidence:
             try:
-                return evidence_ref(_no_await(fns.evidence(op.label)) if fns.evidence else None)
+                return evidence_ref(no_await(fns.evidence(op.label)) if fns.evidence else None)
             except Exception:
                 return None
         if kind is RunEffect:
@@ -438,13 +246,13 @@ class Driver:
             value: Any = None
             error: Exception | None = None
             try:
-                value = _no_await(fns.refresh())
+                value = no_await(fns.refresh())
             except Exception as exc:
                 error = exc
             return refreshed(fns.refresh, value, error, tick(self.clock))
         if kind is Hook:
             try:
-                return Hooked(_no_await(getattr(fns.host, op.name)(*op.args)))
+                return Hooked(no_await(getattr(fns.host, op.name)(*op.args)))
             except BaseException as exc:  # handed to the loop, which re-raises a crash
                 return Hooked(None, exc)
         return getattr(store, op.primitive)(*op.args())
@@ -457,7 +265,7 @@ class Driver:
         value: Any = None
         error: Exception | None = None
         try:
-            value = _no_await(fns.perform())
+            value = no_await(fns.perform())
         except Exception as exc:
             error = exc
         finally:
@@ -556,7 +364,7 @@ class AsyncDriver:
             return await store.get(op.key)
         if kind is Verify:
             try:
-                verdict = as_verdict(await _maybe_await(fns.verify()))
+                verdict = as_verdict(await maybe_await(fns.verify()))
             except HardStop as exc:
                 return stopped(exc, tick(self.clock))
             except Exception as exc:
@@ -604,11 +412,11 @@ class AsyncDriver:
             return None
         if kind is Precondition:
             assert fns.precondition is not None
-            return bool(await _maybe_await(fns.precondition()))
+            return bool(await maybe_await(fns.precondition()))
         if kind is Evidence:
             try:
                 return evidence_ref(
-                    await _maybe_await(fns.evidence(op.label)) if fns.evidence else None
+                    await maybe_await(fns.evidence(op.label)) if fns.evidence else None
                 )
             except Exception:
                 return None
@@ -619,13 +427,13 @@ class AsyncDriver:
             value: Any = None
             error: Exception | None = None
             try:
-                value = await _maybe_await(fns.refresh())
+                value = await maybe_await(fns.refresh())
             except Exception as exc:
                 error = exc
             return refreshed(fns.refresh, value, error, tick(self.clock))
         if kind is Hook:
             try:
-                return Hooked(await _maybe_await(getattr(fns.host, op.name)(*op.args)))
+                return Hooked(await maybe_await(getattr(fns.host, op.name)(*op.args)))
             except BaseException as exc:  # handed to the loop, which re-raises a crash
                 return Hooked(None, exc)
         return await getattr(store, op.primitive)(*op.args())
@@ -639,7 +447,7 @@ class AsyncDriver:
         value: Any = None
         error: Exception | None = None
         try:
-            value = await _maybe_await(fns.perform())
+            value = await maybe_await(fns.perform())
         except Exception as exc:
             error = exc
         finally:
@@ -658,7 +466,7 @@ class AsyncDriver:
         while True:
             # Real time, not the ledger clock's sleep: a test's frozen clock
             # must not move because a perform is slow.
-            await asyncio.sleep(max(0.0, min(due - time.monotonic(), _STEP_CHECK)))
+            await asyncio.sleep(max(0.0, min(due - time.monotonic(), STEP_CHECK)))
             ledger_now = clock.now()
             now_steps = getattr(clock, "steps", 0)
             if now_steps == steps and time.monotonic() < due - 1e-3:

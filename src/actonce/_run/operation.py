@@ -25,17 +25,19 @@ from .._rules.model import EffectRecord, Event, Outcome, RunResult, Status
 from .._rules.operations import Assessment, Next, OperationState, Role, StepState, assess
 from .._rules.receipts import Receipt, StepView, build_receipt
 from .._store.records import IntentRow
-from .drive import Callables
-from .effect import Plan
+from .callables import Callables
 from .ops import NOW, Events, Get, Op, RunEffect, StoreOp, Tick
+from .plan import Plan
 
 __all__ = [
     "OperationPlan",
     "OperationResult",
     "StepPlan",
+    "operation_of",
     "receipt_of",
     "run_operation",
     "stored_receipt",
+    "stored_receipts",
 ]
 
 T = TypeVar("T")
@@ -153,6 +155,34 @@ def stored_receipt(op_id: str) -> Gen[Receipt | None]:
         return None
     state, text, data, _ = row
     return Receipt(op_id, OperationState(state), text, json.loads(data))
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptList(StoreOp):
+    primitive: ClassVar[str] = "receipt_list"
+    limit: int
+    before: float | None
+
+
+def stored_receipts(limit: int, before: float | None) -> Gen[list[tuple[Receipt, float]]]:
+    """Receipts newest first, each with the time it was written."""
+    rows: list[tuple[str, str, str, str, float]] = yield ReceiptList(limit, before)
+    return [
+        (Receipt(op_id, OperationState(state), text, json.loads(data)), at)
+        for op_id, state, text, data, at in rows
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class OperationOf(StoreOp):
+    primitive: ClassVar[str] = "operation_of"
+    key: str
+
+
+def operation_of(key: str) -> Gen[str | None]:
+    """The id of the operation ``key`` is a step (or an undo) of, if any."""
+    found: str | None = yield OperationOf(key)
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,8 +216,8 @@ class RunEffect:
     step's own callables, nested in the operation it belongs to.
     """
 
-    plan: Any  # actonce._run.effect.Plan (that module imports this one)
-    fns: Any  # actonce._run.drive.Callables
+    plan: Any  # actonce._run.plan.Plan (that module imports this one)
+    fns: Any  # actonce._run.callables.Callables
 
 
 @dataclass(frozen=True, slots=True)

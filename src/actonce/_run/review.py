@@ -72,24 +72,42 @@ def resolve(
     reviewer: str,
     reason: str,
     result_ref: str | None = None,
+    attempt: int | None = None,
 ) -> Found:
     """Record a reviewer's decision on an effect in review (or unknown).
 
     The same decision delivered twice is answered with the existing state;
-    another decision on a settled effect is refused.
+    another decision on a settled effect is refused. ``attempt`` is the
+    attempt (fence) the reviewer decided on: a decision is never applied to
+    a later attempt the reviewer did not see (``InvalidTransition``, "look
+    again"). "Not happened" is refused while the attempt's lease is live: its
+    owner may still be performing, and ``failed`` would let the effect be
+    tried again while the first try lands.
     """
     chosen = resolution(decision)
     who = _required(reviewer, "the reviewer's name")
     why = _required(reason, "a reason")
     ref = None if result_ref is None else _required(result_ref, "the result reference")
+    seen = _attempt(attempt)
     record = yield from find(key)
     to = RESOLVES_TO[chosen]
+    if seen is not None and record.fence != seen:
+        raise InvalidTransition(
+            f"effect {record.key[:16]} is on attempt {record.fence} now, not the attempt "
+            f"{seen} that was decided on; look again"
+        )
     if record.status is to:
         return record  # the same decision delivered twice: answer with the state
     if record.status not in REVIEWABLE:
         raise InvalidTransition(f"effect {record.key[:16]} is {record.status}, not awaiting review")
     check_transition(record.status, to)
     tick: Tick = yield NOW
+    if to is Status.FAILED and record.lease_live(tick.now):
+        raise InvalidTransition(
+            f"effect {record.key[:16]}: the owner of attempt {record.fence} holds its lease "
+            f"until {record.lease_expires_at:.3f} and may still be performing; 'not happened' "
+            "can be decided once the lease has ended (or abandon it now)"
+        )
     new = evolve(
         record,
         status=to,
@@ -119,6 +137,14 @@ def resolve(
     if got is None:
         raise InvalidTransition(f"effect {record.key[:16]} changed meanwhile; look again")
     return got
+
+
+def _attempt(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"an attempt is a whole number from 1, not {value!r}")
+    return value
 
 
 def _required(value: Any, what: str) -> str:

@@ -20,7 +20,8 @@ same transaction. A lost race is a value, never an exception.
 - :class:`QueueStore`: work hand-out (see :mod:`actonce._queue`).
 - :class:`RunStore`: operator run summaries (see :mod:`actonce._store.summary_ops`).
 - :class:`IntentStore`, :class:`ApprovalStore`: versioned intents, approval
-  packets and the holds of gated claims (see :mod:`actonce._store.gated_ops`).
+  packets and the holds of gated claims (see :mod:`actonce._store.intent_ops`,
+  :mod:`actonce._store.approval_ops`, :mod:`actonce._store.gated_ops`).
   A claim may carry a ``gate`` (the store checks and holds it in the claim's
   transaction, or answers ``refused``); a transition may carry ``settle``
   (the store consumes or releases the effect's holds in its transaction).
@@ -265,6 +266,12 @@ class OperationStore(Protocol):
     ) -> bool: ...
 
     def receipt_get(self, op_id: str) -> tuple[str, str, str, float] | None: ...
+
+    def receipt_list(
+        self, limit: int, before: float | None
+    ) -> list[tuple[str, str, str, str, float]]: ...
+
+    def operation_of(self, key: str) -> str | None: ...
 
 
 class RunStore(Protocol):

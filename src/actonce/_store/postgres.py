@@ -7,13 +7,12 @@ them on an async pool. Each store exposes a primitive as one line,
 ``get = _sync(ops.get)``: a descriptor that runs the generator, so nothing
 is forwarded by hand and the signatures stay typed.
 
-Migrations (``_store/schema/postgres``) run when a store opens for writing,
-inside one transaction that holds ``pg_advisory_xact_lock``: concurrent
-openers wait for each other, and a schema newer than this code raises
-:class:`~actonce.SchemaTooNew`. A schema without a ledger is refused unless
-``create=True``; ``readonly=True`` never creates or migrates.
-``?schema=name`` in the URL keeps the ledger in its own schema (created if
-needed, when creating) through the connection's ``search_path``.
+Migrations (``_store/schema/postgres``) run when a store opens for writing
+(:mod:`actonce._store.postgres_schema`, with the URL's parsing). A schema
+without a ledger is refused unless ``create=True``; ``readonly=True`` never
+creates or migrates. ``?schema=name`` in the URL keeps the ledger in its own
+schema (created if needed, when creating) through the connection's
+``search_path``.
 
 :meth:`PostgresStore.server_time` is the database server's clock: ledgers on
 PostgreSQL compare leases and settle windows on it, not on each worker's
@@ -23,174 +22,25 @@ own clock.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from .._rules.errors import (
-    BadLedgerURL,
-    LedgerNotFound,
-    LedgerOutcomeUnknown,
-    LedgerUnavailable,
-    SchemaTooOld,
-)
+from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from .._rules.secrets import mask_url
-from . import gated_ops, listing, summary_ops
-from . import migrations as _migrations
+from . import approval_ops, budget_ops, gated_ops, intent_ops, listing, operation_ops, summary_ops
 from . import postgres_ops as ops
 from .base import Expect
+from .postgres_schema import open_schema, parse_url, target_of
 from .records import ClaimResult
 
-__all__ = ["AsyncPostgresStore", "PostgresStore", "open_postgres", "parse_url"]
+__all__ = ["AsyncPostgresStore", "PostgresStore", "open_postgres"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-SQL_META = "SELECT name, value FROM actonce_meta WHERE name IN ('schema_version', 'ledger_id')"
-SQL_SET_VERSION = (
-    "INSERT INTO actonce_meta (name, value) VALUES ('schema_version', %s) "
-    "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
-)
-# One lock for every opener of every schema: migrations are rare and short.
-SQL_MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('actonce.migrate'))"
-_SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-
-
-# --- URLs and migrations --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    conninfo: str
-    schema: str | None
-    min_size: int
-    max_size: int
-    display: str
-
-
-def parse_url(
-    url: str, *, schema: str | None = None, keep_schema: bool = True
-) -> tuple[str, str | None, dict[str, int]]:
-    """Split a ledger URL into a libpq conninfo, a schema and pool sizes.
-
-    actonce reads ``schema``, ``pool_min`` and ``pool_max`` from the query
-    string and passes everything else to libpq. The schema becomes the
-    connection's ``search_path`` (unless ``keep_schema`` is False: then the
-    conninfo is the server's alone). The client encoding is always UTF-8: a
-    ledger holds text from anywhere, and another encoding would refuse some
-    of it only once it is written (``PGCLIENTENCODING`` is overridden too).
-
-    Raises:
-        BadLedgerURL: a malformed URL, schema name, pool size or a client
-            encoding other than UTF-8 (the message never shows the password).
-    """
-    shown = mask_url(url)
-    try:
-        parts = urlsplit(url)
-        query = parse_qsl(parts.query, keep_blank_values=True)
-    except ValueError as exc:
-        raise BadLedgerURL(f"malformed PostgreSQL URL {shown!r}: {exc}") from None
-    if parts.scheme.lower() == "postgres":
-        parts = parts._replace(scheme="postgresql")
-    kept, pool = [], {}
-    for name, value in query:
-        if name == "schema":
-            schema = schema or value
-        elif name == "client_encoding":
-            if value.replace("-", "").lower() not in ("utf8", "unicode"):
-                raise BadLedgerURL(
-                    f"client_encoding={value!r:.40}: a ledger talks UTF-8 to its server "
-                    f"(drop the parameter from {shown!r})"
-                )
-        elif name in ("pool_min", "pool_max"):
-            if not value.isdigit() or int(value) < (0 if name == "pool_min" else 1):
-                raise BadLedgerURL(f"{name} must be a whole number in {shown!r}")
-            pool[name] = int(value)
-        else:
-            kept.append((name, value))
-    if schema is not None and not _SCHEMA.match(schema):
-        raise BadLedgerURL(f"schema name {schema!r} must be a plain identifier")
-    try:
-        params = conninfo_to_dict(urlunsplit(parts._replace(query=urlencode(kept))))
-    except (psycopg.Error, ValueError):
-        raise BadLedgerURL(f"malformed PostgreSQL URL {shown!r}") from None
-    if schema is not None and keep_schema:
-        options = str(params.get("options") or "")
-        params["options"] = f"{options} -c search_path={schema}".strip()
-    params["client_encoding"] = "UTF8"
-    return make_conninfo("", **params), schema, pool
-
-
-def _target(url: str, schema: str | None, min_size: int | None, max_size: int | None) -> _Target:
-    conninfo, schema, pool = parse_url(url, schema=schema)
-    high = max_size or pool.get("pool_max", 10)
-    low = min(min_size if min_size is not None else pool.get("pool_min", 1), high)
-    return _Target(conninfo, schema, low, high, mask_url(url))
-
-
-def _meta(conn: psycopg.Connection[Any]) -> dict[str, str]:
-    if conn.execute("SELECT to_regclass('actonce_meta')").fetchone() == (None,):
-        return {}
-    return {str(n): str(v) for n, v in conn.execute(SQL_META).fetchall()}
-
-
-def _has_tables(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(
-        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-    ).fetchone()
-    return bool(row and row[0])
-
-
-def _open_schema(target: _Target, connect_timeout: float, *, create: bool, readonly: bool) -> str:
-    """Check (and when asked, create or migrate) the ledger; return its id."""
-    where = target.display + (f" (schema {target.schema})" if target.schema else "")
-    try:
-        with psycopg.connect(
-            target.conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
-        ) as conn:
-            meta = _meta(conn)
-            current = _migrations.parse_version(meta.get("schema_version"), where)
-            head = _migrations.head("postgres")
-            _migrations.check_version("postgres", current)
-            if current == 0 and not create:
-                why = "another application's tables" if _has_tables(conn) else "no ledger"
-                raise LedgerNotFound(
-                    f"{where} holds {why}: create a ledger with `actonce init --ledger URL` "
-                    "or open_ledger(url, create=True)"
-                )
-            if current < head and readonly:
-                raise SchemaTooOld(
-                    f"the ledger at {where} has schema version {current}, this actonce needs "
-                    f"{head}: open it for writing once (e.g. `actonce migrate`) to upgrade it"
-                )
-            if current < head:
-                with conn.transaction():
-                    conn.execute(SQL_MIGRATION_LOCK)
-                    if target.schema is not None:
-                        conn.execute(
-                            sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                                sql.Identifier(target.schema)
-                            )
-                        )
-                    current = _migrations.parse_version(
-                        _meta(conn).get("schema_version"), where
-                    )  # another opener may have migrated meanwhile
-                    for m in _migrations.pending("postgres", current):
-                        conn.execute(m.sql.encode())
-                        conn.execute(SQL_SET_VERSION, (str(m.version),))
-                meta = _meta(conn)
-    except psycopg.Error as exc:
-        raise LedgerUnavailable(f"cannot open the PostgreSQL ledger {where}: {exc}") from exc
-    return meta.get("ledger_id", "")
 
 
 # --- primitives as one-line descriptors ------------------------------------------------------
@@ -343,10 +193,10 @@ class PostgresStore:
         max_size: int | None = None,
         timeout: float = 10.0,
     ) -> None:
-        self._target = _target(url, schema, min_size, max_size)
+        self._target = target_of(url, schema, min_size, max_size)
         self.schema = self._target.schema
         self.readonly = readonly
-        self.ledger_id = _open_schema(self._target, timeout, create=create, readonly=readonly)
+        self.ledger_id = open_schema(self._target, timeout, create=create, readonly=readonly)
         self._pool = ConnectionPool(
             self._target.conninfo,
             min_size=self._target.min_size,
@@ -469,29 +319,31 @@ class PostgresStore:
     queue_extend = _sync(ops.queue_extend)
     queue_done = _sync(ops.queue_done)
     queue_counts = _sync(ops.queue_counts)
-    intent_get = _sync(_q(gated_ops.intent_get))
-    intent_chain = _sync(_q(gated_ops.intent_chain))
-    intent_list = _sync(_q(gated_ops.intent_list))
-    intent_create = _sync_tx(_q(gated_ops.intent_create))
+    intent_get = _sync(_q(intent_ops.intent_get))
+    intent_chain = _sync(_q(intent_ops.intent_chain))
+    intent_list = _sync(_q(intent_ops.intent_list))
+    intent_create = _sync_tx(_q(intent_ops.intent_create))
     intent_revise = _sync_tx(_q(gated_ops.intent_revise))
-    intent_touch = _sync_tx(_q(gated_ops.intent_touch))
-    approval_get = _sync(_q(gated_ops.approval_get))
-    approval_list = _sync(_q(gated_ops.approval_list))
-    approval_put = _sync_tx(_q(gated_ops.approval_put))
-    approval_update = _sync_tx(_q(gated_ops.approval_update))
-    approval_replace = _sync_tx(_q(gated_ops.approval_replace))
-    approval_answer = _sync_tx(_q(gated_ops.approval_answer))
-    approval_set_code = _sync_tx(_q(gated_ops.approval_set_code))
-    code_failures = _sync_tx(_q(gated_ops.code_failures))
-    code_packets = _sync(_q(gated_ops.code_packets))
+    intent_touch = _sync_tx(_q(intent_ops.intent_touch))
+    approval_get = _sync(_q(approval_ops.approval_get))
+    approval_list = _sync(_q(approval_ops.approval_list))
+    approval_put = _sync_tx(_q(approval_ops.approval_put))
+    approval_update = _sync_tx(_q(approval_ops.approval_update))
+    approval_replace = _sync_tx(_q(approval_ops.approval_replace))
+    approval_answer = _sync_tx(_q(approval_ops.approval_answer))
+    approval_set_code = _sync_tx(_q(approval_ops.approval_set_code))
+    code_failures = _sync_tx(_q(approval_ops.code_failures))
+    code_packets = _sync(_q(approval_ops.code_packets))
     holds_of = _sync(_q(gated_ops.holds_of))
-    pool_define = _sync_tx(_q(gated_ops.pool_define))
-    pool_get = _sync(_q(gated_ops.pool_get))
-    budget_usage = _sync(_q(gated_ops.budget_usage))
-    operation_put = _sync_tx(_q(gated_ops.operation_put))
-    operation_get = _sync(_q(gated_ops.operation_get))
-    receipt_put = _sync_tx(_q(gated_ops.receipt_put))
-    receipt_get = _sync(_q(gated_ops.receipt_get))
+    pool_define = _sync_tx(_q(budget_ops.pool_define))
+    pool_get = _sync(_q(budget_ops.pool_get))
+    budget_usage = _sync(_q(budget_ops.budget_usage))
+    operation_put = _sync_tx(_q(operation_ops.operation_put))
+    operation_get = _sync(_q(operation_ops.operation_get))
+    receipt_put = _sync_tx(_q(operation_ops.receipt_put))
+    receipt_get = _sync(_q(operation_ops.receipt_get))
+    receipt_list = _sync(_q(operation_ops.receipt_list))
+    operation_of = _sync(_q(operation_ops.operation_of))
     summary_put = _sync_tx(_q(summary_ops.summary_put))
     summary_get = _sync(_q(summary_ops.summary_get))
     summary_list = _sync(_q(summary_ops.summary_list))
@@ -521,11 +373,11 @@ class AsyncPostgresStore:
         max_size: int | None = None,
         timeout: float = 10.0,
     ) -> None:
-        self._target = _target(url, schema, min_size, max_size)
+        self._target = target_of(url, schema, min_size, max_size)
         self.schema = self._target.schema
         self.readonly = readonly
         self._timeout = timeout
-        self.ledger_id = _open_schema(self._target, timeout, create=create, readonly=readonly)
+        self.ledger_id = open_schema(self._target, timeout, create=create, readonly=readonly)
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening = asyncio.Lock()
 
@@ -642,29 +494,31 @@ class AsyncPostgresStore:
     queue_extend = _async(ops.queue_extend)
     queue_done = _async(ops.queue_done)
     queue_counts = _async(ops.queue_counts)
-    intent_get = _async(_q(gated_ops.intent_get))
-    intent_chain = _async(_q(gated_ops.intent_chain))
-    intent_list = _async(_q(gated_ops.intent_list))
-    intent_create = _async_tx(_q(gated_ops.intent_create))
+    intent_get = _async(_q(intent_ops.intent_get))
+    intent_chain = _async(_q(intent_ops.intent_chain))
+    intent_list = _async(_q(intent_ops.intent_list))
+    intent_create = _async_tx(_q(intent_ops.intent_create))
     intent_revise = _async_tx(_q(gated_ops.intent_revise))
-    intent_touch = _async_tx(_q(gated_ops.intent_touch))
-    approval_get = _async(_q(gated_ops.approval_get))
-    approval_list = _async(_q(gated_ops.approval_list))
-    approval_put = _async_tx(_q(gated_ops.approval_put))
-    approval_update = _async_tx(_q(gated_ops.approval_update))
-    approval_replace = _async_tx(_q(gated_ops.approval_replace))
-    approval_answer = _async_tx(_q(gated_ops.approval_answer))
-    approval_set_code = _async_tx(_q(gated_ops.approval_set_code))
-    code_failures = _async_tx(_q(gated_ops.code_failures))
-    code_packets = _async(_q(gated_ops.code_packets))
+    intent_touch = _async_tx(_q(intent_ops.intent_touch))
+    approval_get = _async(_q(approval_ops.approval_get))
+    approval_list = _async(_q(approval_ops.approval_list))
+    approval_put = _async_tx(_q(approval_ops.approval_put))
+    approval_update = _async_tx(_q(approval_ops.approval_update))
+    approval_replace = _async_tx(_q(approval_ops.approval_replace))
+    approval_answer = _async_tx(_q(approval_ops.approval_answer))
+    approval_set_code = _async_tx(_q(approval_ops.approval_set_code))
+    code_failures = _async_tx(_q(approval_ops.code_failures))
+    code_packets = _async(_q(approval_ops.code_packets))
     holds_of = _async(_q(gated_ops.holds_of))
-    pool_define = _async_tx(_q(gated_ops.pool_define))
-    pool_get = _async(_q(gated_ops.pool_get))
-    budget_usage = _async(_q(gated_ops.budget_usage))
-    operation_put = _async_tx(_q(gated_ops.operation_put))
-    operation_get = _async(_q(gated_ops.operation_get))
-    receipt_put = _async_tx(_q(gated_ops.receipt_put))
-    receipt_get = _async(_q(gated_ops.receipt_get))
+    pool_define = _async_tx(_q(budget_ops.pool_define))
+    pool_get = _async(_q(budget_ops.pool_get))
+    budget_usage = _async(_q(budget_ops.budget_usage))
+    operation_put = _async_tx(_q(operation_ops.operation_put))
+    operation_get = _async(_q(operation_ops.operation_get))
+    receipt_put = _async_tx(_q(operation_ops.receipt_put))
+    receipt_get = _async(_q(operation_ops.receipt_get))
+    receipt_list = _async(_q(operation_ops.receipt_list))
+    operation_of = _async(_q(operation_ops.operation_of))
     summary_put = _async_tx(_q(summary_ops.summary_put))
     summary_get = _async(_q(summary_ops.summary_get))
     summary_list = _async(_q(summary_ops.summary_list))

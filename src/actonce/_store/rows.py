@@ -24,6 +24,7 @@ __all__ = [
     "event_from_row",
     "event_params",
     "item_from_row",
+    "json_text",
     "lease_from_row",
     "record_from_row",
     "record_params",
@@ -60,12 +61,22 @@ EVENT_COLUMNS = (
 )
 
 
+# ``json.dumps`` with options makes an encoder per call: these are made once.
+_ROW_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_EVENT_DATA = json.JSONEncoder(sort_keys=True)
+
+
+def json_text(value: Any) -> str:
+    """A domain object's JSON as stored in its row: sorted keys, no spaces."""
+    return _ROW_JSON.encode(value)
+
+
 def record_params(r: EffectRecord) -> tuple[Any, ...]:
     """Values of ``EFFECT_COLUMNS`` for ``r``."""
     return (
         r.key,
         r.kind,
-        r.status.value,
+        r.status._value_,  # the plain attribute: ``.value`` is a property, on the hot path
         r.fence,
         r.owner,
         r.lease_expires_at,
@@ -146,14 +157,14 @@ def event_params(e: Event) -> tuple[Any, ...]:
     """Values of ``EVENT_COLUMNS`` for ``e``."""
     return (
         e.key,
-        e.type.value,
+        e.type._value_,
         e.at,
         e.fence,
         e.run_id,
-        None if e.from_status is None else e.from_status.value,
-        None if e.to_status is None else e.to_status.value,
+        None if e.from_status is None else e.from_status._value_,
+        None if e.to_status is None else e.to_status._value_,
         e.message,
-        json.dumps(e.data, sort_keys=True) if e.data else None,
+        _EVENT_DATA.encode(e.data) if e.data else None,
     )
 
 

@@ -38,7 +38,7 @@ from .._rules.errors import (
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import gated_ops, listing, summary_ops
+from . import approval_ops, budget_ops, gated_ops, intent_ops, listing, operation_ops, summary_ops
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -73,7 +73,7 @@ _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE
 
 
 class _reads(Generic[P, T]):
-    """A read primitive written as statement work (see ``gated_ops``)."""
+    """A read primitive written as statement work (see ``stmts``)."""
 
     def __init__(self, work: Callable[P, Work[T]]) -> None:
         self.work = work
@@ -397,31 +397,33 @@ class SQLiteStore:
     def _write_work(self, work: Work[T]) -> T:
         return self._write(lambda c: (True, run_sqlite(c, work)))
 
-    # --- intents, approvals, holds (see gated_ops) --------------------------------
+    # --- intents, approvals, holds, budgets, operations (the *_ops modules) ------
 
-    intent_get = _reads(gated_ops.intent_get)
-    intent_chain = _reads(gated_ops.intent_chain)
-    intent_list = _reads(gated_ops.intent_list)
-    intent_create = _writes(gated_ops.intent_create)
+    intent_get = _reads(intent_ops.intent_get)
+    intent_chain = _reads(intent_ops.intent_chain)
+    intent_list = _reads(intent_ops.intent_list)
+    intent_create = _writes(intent_ops.intent_create)
     intent_revise = _writes(gated_ops.intent_revise)
-    intent_touch = _writes(gated_ops.intent_touch)
-    approval_get = _reads(gated_ops.approval_get)
-    approval_list = _reads(gated_ops.approval_list)
-    approval_put = _writes(gated_ops.approval_put)
-    approval_update = _writes(gated_ops.approval_update)
-    approval_replace = _writes(gated_ops.approval_replace)
-    approval_answer = _writes(gated_ops.approval_answer)
-    approval_set_code = _writes(gated_ops.approval_set_code)
-    code_failures = _writes(gated_ops.code_failures)
-    code_packets = _reads(gated_ops.code_packets)
+    intent_touch = _writes(intent_ops.intent_touch)
+    approval_get = _reads(approval_ops.approval_get)
+    approval_list = _reads(approval_ops.approval_list)
+    approval_put = _writes(approval_ops.approval_put)
+    approval_update = _writes(approval_ops.approval_update)
+    approval_replace = _writes(approval_ops.approval_replace)
+    approval_answer = _writes(approval_ops.approval_answer)
+    approval_set_code = _writes(approval_ops.approval_set_code)
+    code_failures = _writes(approval_ops.code_failures)
+    code_packets = _reads(approval_ops.code_packets)
     holds_of = _reads(gated_ops.holds_of)
-    pool_define = _writes(gated_ops.pool_define)
-    pool_get = _reads(gated_ops.pool_get)
-    budget_usage = _reads(gated_ops.budget_usage)
-    operation_put = _writes(gated_ops.operation_put)
-    operation_get = _reads(gated_ops.operation_get)
-    receipt_put = _writes(gated_ops.receipt_put)
-    receipt_get = _reads(gated_ops.receipt_get)
+    pool_define = _writes(budget_ops.pool_define)
+    pool_get = _reads(budget_ops.pool_get)
+    budget_usage = _reads(budget_ops.budget_usage)
+    operation_put = _writes(operation_ops.operation_put)
+    operation_get = _reads(operation_ops.operation_get)
+    receipt_put = _writes(operation_ops.receipt_put)
+    receipt_get = _reads(operation_ops.receipt_get)
+    receipt_list = _reads(operation_ops.receipt_list)
+    operation_of = _reads(operation_ops.operation_of)
 
     # --- listings (see listing) -------------------------------------------------
 
@@ -533,7 +535,7 @@ class SQLiteStore:
 
 def _cas_params(new: EffectRecord, expect: tuple[Status, int]) -> tuple[Any, ...]:
     values = record_params(new)
-    return (*values[1:], new.key, expect[0].value, expect[1])
+    return (*values[1:], new.key, expect[0]._value_, expect[1])
 
 
 def _cas(
@@ -544,7 +546,7 @@ def _cas(
     clause, positions = q.cas_set(fields)
     values = record_params(new)
     text = f"UPDATE effects SET {clause} WHERE key = ? AND status = ? AND fence = ?"
-    return text, (*(values[i] for i in positions), new.key, expect[0].value, expect[1])
+    return text, (*(values[i] for i in positions), new.key, expect[0]._value_, expect[1])
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """Operator run summaries, written once for SQL stores (statement work).
 
-Like :mod:`actonce._store.gated_ops`: generators of
+Like the other ``*_ops`` modules of the store: generators of
 :class:`~actonce._store.stmts.Stmt` run in one transaction by the SQLite
 store, the PostgreSQL stores and the memory store. A summary is written once
 (a second write of the same run id changes nothing) with one event in the
@@ -15,22 +15,18 @@ from typing import Any
 from .._rules.model import Event, EventType
 from .._rules.operator import RunSummary
 from . import sql as q
-from .rows import event_params
+from .history import operator_event_key
+from .rows import event_params, json_text
 from .stmts import Stmt, Work
 
-__all__ = ["operator_event_key", "summary_get", "summary_list", "summary_put"]
+__all__ = ["summary_get", "summary_list", "summary_put"]
 
 _COLS = "run_id, operator, status, started_at, ended_at, summary"
 
 
-def operator_event_key(name: str) -> str:
-    """The history key of an operator's runs."""
-    return f"operator:{name}"
-
-
 def summary_put(summary: RunSummary) -> Work[bool]:
     """Store ``summary`` (``False``: a summary of that run id is stored already)."""
-    text = json.dumps(summary.as_json(), sort_keys=True, separators=(",", ":"))
+    text = json_text(summary.as_json())
     won, _ = yield Stmt(
         f"INSERT INTO operator_runs ({_COLS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (

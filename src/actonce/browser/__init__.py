@@ -36,7 +36,9 @@ from ._booking import (
     VoidPaymentEffect,
 )
 from ._booking_steps import BOOKING_POLICY, booking_operation, booking_steps, money_of
+from ._browser import AsyncBrowser
 from ._discovery import DEFAULT_ARGS, chromium_version, find_chromium
+from ._effect import AsyncEffect
 from ._effects import InvoiceEffect, Media, PostEffect, ToggleEffect, follow, like
 from ._errors import (
     BrowserError,
@@ -51,7 +53,8 @@ from ._errors import (
 )
 from ._guard import as_effect
 from ._install import Obtained, ensure_chromium
-from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
+from ._screens import Screens
+from ._session import AsyncBrowserSession
 from ._site import SiteEffect, normalize, normalize_text
 from ._sync import Browser, BrowserSession, Effect
 from ._threads import ThreadPart, next_thread_part

@@ -12,7 +12,7 @@ from typing import Any
 
 from actonce import Effect, EffectKey, Policy
 
-from ._session import AsyncEffect
+from ._effect import AsyncEffect
 from ._sync import Effect as BoundEffect
 
 __all__ = ["as_effect"]

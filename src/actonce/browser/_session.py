@@ -15,97 +15,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import async_playwright
 
 from actonce import HardStop, UsageError
 from actonce.evidence import evidence_root, new_session_folder
 
-from ._discovery import DEFAULT_ARGS, find_chromium
+from ._capture import capture_page, evidence_name
 from ._effect import AsyncEffect
-from ._errors import BrowserError, PageUnavailable, RateLimited, first_line
+from ._errors import PageUnavailable, RateLimited, first_line
+from ._screens import CONFIGURE, RATE_LIMIT, Screens
 from ._site import SiteEffect
 from ._threads import next_thread_part
 from ._wire import origin_of
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser as PWBrowser
-    from playwright.async_api import BrowserContext, Page, Playwright, Response
+    from playwright.async_api import BrowserContext, Page, Response
 
     from ._effects import Media
 
-__all__ = ["AsyncBrowser", "AsyncBrowserSession", "AsyncEffect", "Screens"]
-
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-# Serialises the DOM without secrets: password values, hidden fields whose
-# names look like tokens, and every value attribute of a password input.
-_SANITIZED_HTML = """() => {
-  const root = document.documentElement.cloneNode(true);
-  const secret = /pass|token|csrf|secret|session|auth|key/i;
-  for (const el of root.querySelectorAll('input')) {
-    const type = (el.getAttribute('type') || '').toLowerCase();
-    if (type === 'password' || (type === 'hidden' && secret.test(el.getAttribute('name') || ''))) {
-      el.removeAttribute('value');
-    }
-  }
-  return '<!doctype html>\\n' + root.outerHTML;
-}"""
-
-
-_RATE_LIMIT = "rate-limit screen"
-
-
-class Screens:
-    """CSS selectors that recognise a site's identity and blocking screens.
-
-    The defaults fit the actonce sandbox and catch common generic cases
-    (any password form is a login wall; reCAPTCHA/hCaptcha frames).
-
-    Args:
-        whoami: the one element that shows who is signed in.
-        whoami_attribute: read the identity from this attribute of that
-            element (e.g. ``"data-username"``) instead of its ``textContent``.
-            ``textContent`` is the text as the site wrote it, before CSS
-            (``text-transform: uppercase`` does not change it); surrounding
-            whitespace is stripped either way.
-        login, captcha, rate_limit, restricted: blocking screens.
-    """
-
-    def __init__(
-        self,
-        *,
-        whoami: str = '[data-testid="whoami"]',
-        whoami_attribute: str | None = None,
-        login: str = '[data-testid="login-form"], form:has(input[type="password"])',
-        captcha: str = '[data-testid="captcha"], iframe[src*="captcha"], .g-recaptcha, .h-captcha',
-        rate_limit: str = '[data-testid="rate-limit"]',
-        restricted: str = '[data-testid="restricted"]',
-    ) -> None:
-        self.whoami = whoami
-        self.whoami_attribute = whoami_attribute
-        self.blocking = {
-            "login wall": login,
-            "CAPTCHA screen": captcha,
-            _RATE_LIMIT: rate_limit,
-            "restriction screen": restricted,
-        }
-
-    def describe_whoami(self) -> str:
-        """Where the identity is read from, for messages."""
-        what = f"attribute {self.whoami_attribute!r}" if self.whoami_attribute else "textContent"
-        return f"the {what} of {self.whoami!r}"
-
-
-_CONFIGURE = "configure Screens(whoami=..., whoami_attribute=...) for this site"
+__all__ = ["AsyncBrowserSession"]
 
 
 def _checked_origin(origin: str) -> str:
@@ -242,12 +175,12 @@ class AsyncBrowserSession:
         if count != 1:
             return (
                 f"signed-in identity is not shown exactly once: {count} elements match "
-                f"{self.screens.whoami!r} ({_CONFIGURE})"
+                f"{self.screens.whoami!r} ({CONFIGURE})"
             )
         if who != self.username:
             return (
                 f"signed in as {who!r}, not {self.username!r} (read from {where}; "
-                f"{_CONFIGURE} if that is not where it shows the user)"
+                f"{CONFIGURE} if that is not where it shows the user)"
             )
         return None
 
@@ -264,7 +197,7 @@ class AsyncBrowserSession:
         try:
             for reason, selector in self.screens.blocking.items():
                 if await self.page.locator(selector).count():
-                    stop = RateLimited if reason == _RATE_LIMIT else HardStop
+                    stop = RateLimited if reason == RATE_LIMIT else HardStop
                     raise stop(f"{reason} is visible")
             count, who = await self._identity()
         except PlaywrightError as exc:
@@ -391,32 +324,8 @@ class AsyncBrowserSession:
     async def _capture(self, label: str, files: Mapping[str, str]) -> tuple[str, str | None]:
         """``capture_evidence`` that reports a page failure instead of raising."""
         self._evidence_seq += 1
-        name = _SAFE.sub("_", label).strip("._")[:60] or "evidence"
-        target = self.evidence_dir / f"{self._evidence_seq:03d}-{name}"
-        target.mkdir(parents=True, exist_ok=True)
-        for file_name, text in files.items():
-            (target / _SAFE.sub("_", file_name)).write_text(text, encoding="utf-8")
-        parts = urlsplit(self.page.url)
-        meta: dict[str, object] = {
-            "label": label,
-            "url": f"{parts.scheme}://{parts.netloc}{parts.path}",
-            "actor": self.username,
-            "captured_at": time.time(),
-        }
-        error: str | None = None
-        try:
-            html = str(await self.page.evaluate(_SANITIZED_HTML))
-            for cookie in await self.page.context.cookies():
-                value = cookie.get("value") or ""
-                if len(value) >= 4:
-                    html = html.replace(value, "[redacted]")
-            await self.page.screenshot(path=str(target / "screenshot.png"), full_page=True)
-        except PlaywrightError as exc:
-            error = meta["page_error"] = first_line(exc)
-        else:
-            (target / "page.html").write_text(html, encoding="utf-8")
-        (target / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        return str(target), error
+        target = self.evidence_dir / evidence_name(self._evidence_seq, label)
+        return str(target), await capture_page(self.page, target, label, self.username, files)
 
     # -- effects ------------------------------------------------------------
 
@@ -471,137 +380,3 @@ class AsyncBrowserSession:
             self._owned_page = False
             with contextlib.suppress(PlaywrightError):
                 await self.page.close()
-
-
-class AsyncBrowser:
-    """A launched Chromium that hands out one context per session.
-
-    With a persistent profile (``user_data_dir``) there is one context, the
-    profile's: its cookies and storage live in that folder across launches,
-    so an agent signs in once and stays signed in — its session never
-    passes through the ledger. Every session then gets a page of that one
-    context (they share its cookies: one actor per profile).
-    """
-
-    def __init__(
-        self,
-        playwright: Playwright,
-        browser: PWBrowser | None,
-        *,
-        context: BrowserContext | None = None,
-        evidence_root: str | Path | None = None,
-    ) -> None:
-        self._pw = playwright
-        self._browser = browser
-        self._context = context
-        self._evidence_root = evidence_root
-
-    @classmethod
-    async def launch(
-        cls,
-        *,
-        headed: bool = False,
-        executable_path: str | None = None,
-        args: tuple[str, ...] = DEFAULT_ARGS,
-        user_data_dir: str | Path | None = None,
-        evidence_root: str | Path | None = None,
-    ) -> AsyncBrowser:
-        """Start Chromium (headless unless ``headed``).
-
-        Args:
-            user_data_dir: a persistent profile folder (made if missing):
-                cookies and storage survive the browser. Keep it private
-                (it holds the sessions), one per actor, one browser at a time.
-            evidence_root: where the sessions' evidence folders go.
-
-        Raises:
-            BrowserNotFound: no Chromium (see ``find_chromium``).
-            BrowserError: it would not start.
-        """
-        path = executable_path or find_chromium()
-        pw = await async_playwright().start()
-        try:
-            if user_data_dir is not None:
-                Path(user_data_dir).mkdir(parents=True, exist_ok=True)
-                context = await pw.chromium.launch_persistent_context(
-                    str(user_data_dir),
-                    executable_path=path,
-                    headless=not headed,
-                    args=list(args),
-                    viewport={"width": 1100, "height": 800},
-                    service_workers="block",
-                )
-                return cls(pw, None, context=context, evidence_root=evidence_root)
-            browser = await pw.chromium.launch(
-                executable_path=path, headless=not headed, args=list(args)
-            )
-        except PlaywrightError as exc:
-            await pw.stop()
-            raise BrowserError(f"could not launch {path}: {first_line(exc)}") from exc
-        return cls(pw, browser, evidence_root=evidence_root)
-
-    async def new_session(
-        self,
-        origin: str,
-        username: str,
-        *,
-        evidence_dir: str | Path | None = None,
-        lease_ok: Callable[[], bool] | None = None,
-        timeout: float = 10.0,
-        confirm_timeout: float = 10.0,
-        screens: Screens | None = None,
-        perform_timeout: float | None = None,
-        allow_origins: Sequence[str] = (),
-    ) -> AsyncBrowserSession:
-        """A session bound to one actor: a fresh context (own cookies, service
-        workers blocked), or a new page of the persistent profile.
-
-        Service workers are blocked so that the network guard sees every
-        request the pages make (a worker's fetches bypass page routes).
-        """
-        persistent = self._context is not None
-        if self._context is not None:
-            context = self._context
-        else:
-            assert self._browser is not None
-            context = await self._browser.new_context(
-                viewport={"width": 1100, "height": 800}, service_workers="block"
-            )
-        try:
-            page = await context.new_page()
-            return AsyncBrowserSession(
-                page,
-                origin=origin,
-                username=username,
-                evidence_dir=evidence_dir,
-                lease_ok=lease_ok,
-                timeout=timeout,
-                confirm_timeout=confirm_timeout,
-                screens=screens,
-                perform_timeout=perform_timeout,
-                allow_origins=allow_origins,
-                evidence_root=self._evidence_root,
-                _owned=None if persistent else context,
-                _owned_page=persistent,
-            )
-        except BaseException:
-            if not persistent:
-                with contextlib.suppress(PlaywrightError):
-                    await context.close()
-            raise
-
-    async def aclose(self) -> None:
-        """Close Chromium (a persistent profile is saved) and the Playwright driver."""
-        try:
-            if self._context is not None:
-                await self._context.close()
-            if self._browser is not None:
-                await self._browser.close()
-        finally:
-            await self._pw.stop()
-
-    async def __aenter__(self) -> AsyncBrowser:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

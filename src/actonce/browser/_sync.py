@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from actonce import Verdict
 
+from ._browser import AsyncBrowser
 from ._discovery import DEFAULT_ARGS
-from ._session import AsyncBrowser, AsyncBrowserSession, AsyncEffect, Screens
+from ._effect import AsyncEffect
+from ._screens import Screens
+from ._session import AsyncBrowserSession
 from ._site import SiteEffect
 from ._threads import next_thread_part
 

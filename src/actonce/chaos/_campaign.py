@@ -36,31 +36,33 @@ faults off. Then the ledger is compared with the ground truth:
   holds ``executing`` marks for it (a perform without its mark).
 
 On PostgreSQL the parent may also terminate random workers' connections
-(``pg_terminate_backend``) at random pass counts (``_chaos_pg.Killer``).
+(``pg_terminate_backend``) at random pass counts (``_chaos_pg.Killer``), or
+run the whole campaign on a throwaway cluster that a restarter process
+restarts now and then (``restart_server``, ``_cluster``): workers reopen
+their stores, the parent retries its steps (``_tally.steady``), and a
+worker silent for too long is *stuck*. With ``slow_rate``, a fraction of
+the performs take longer than lease + settle (``_slow``).
 
 The plan of schedule ``i`` depends only on ``(seed, i)``; process timing
 does not, so a failing schedule is replayed with the same plan, not the same
 interleaving. The worker's body lives in ``_chaos_worker``, the parent's
 handling of one round of worker processes in ``_chaos_round``, the plan in
 ``_chaos_plan``, the report in ``_chaos_report``, the PostgreSQL parts in
-``_chaos_pg``.
+``_chaos_pg``, what is counted in ``_tally``, the command line in ``_cli``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
+import logging
 import os
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from actonce import (
@@ -77,10 +79,17 @@ from actonce import (
 from actonce.testing import POINTS, FakeProvider, Faults, disarm
 
 from . import _pg as _chaos_pg
+from . import _slow
+from ._cluster import Restarter, throwaway_cluster
 from ._plan import Plan as _Plan
 from ._plan import plan as _plan
 from ._report import ChaosReport
-from ._round import Child, Stats, Zombie, abandon, consume, resume, run_round
+from ._round import Child, Zombie, abandon, consume, resume, run_round
+from ._tally import Again as _Again
+from ._tally import Options as _Options
+from ._tally import Tally as _Tally
+from ._tally import build_report, check, check_restarts
+from ._tally import steady as _steady
 from ._worker import WorkerSpec
 
 __all__ = ["ChaosReport", "main", "run_campaign"]
@@ -89,20 +98,6 @@ __all__ = ["ChaosReport", "main", "run_campaign"]
 ROUND = 10_000.0
 #: Statuses that end the work on an intent (in review counts as resolved).
 _RESOLVED = frozenset({Status.CONFIRMED, Status.NEEDS_REVIEW, Status.ABANDONED})
-
-
-@dataclass
-class _Tally(Stats):
-    duplicates: int = 0
-    lost: int = 0
-    unresolved: int = 0
-    inconsistent: int = 0
-    zombies: int = 0
-    statuses: Counter[str] = field(default_factory=Counter)
-    rounds: int = 0
-    accepted: int = 0
-    unmarked: int = 0
-    connection_kills: int = 0
 
 
 # --- one schedule ----------------------------------------------------------------------
@@ -167,10 +162,17 @@ def _pending(ledger: Ledger, refs: Sequence[str]) -> list[str]:
     return out
 
 
-def _reconcile(ledger: Ledger) -> None:
+def _reconcile(ledger: Ledger, *, complete: bool = False) -> None:
     # A ledger failure here leaves the effects open: the next pass retries.
-    with contextlib.suppress(LedgerError):
-        ledger.reconcile()
+    # A final pass (``complete``) must look at every one: it raises instead.
+    try:
+        report = ledger.reconcile()
+    except LedgerError:
+        if complete:
+            raise
+        return
+    if complete and report.errors:
+        raise _Again(f"reconcile failed for {len(report.errors)}: {report.errors[0][1]}")
 
 
 def _strikes(
@@ -186,14 +188,14 @@ def _strikes(
 
 
 @contextlib.contextmanager
-def _place(index: int, root: str, conninfo: str | None) -> Iterator[_Where]:
+def _place(index: int, root: str, conninfo: str | None, patience: float) -> Iterator[_Where]:
     """The schedule's folder (and schema), removed (dropped) however the schedule ends."""
     folder = tempfile.mkdtemp(prefix=f"chaos-{index}-", dir=root)
     try:
         if conninfo is None:
             yield _Where(folder)
         else:
-            with _chaos_pg.schedule_schema(conninfo, index) as schema:
+            with _chaos_pg.schedule_schema(conninfo, index, patience) as schema:
                 yield _Where(folder, conninfo, schema)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -210,14 +212,20 @@ def _run_schedule(
     tally: _Tally,
     conninfo: str | None = None,
     krng: random.Random | None = None,
+    opts: _Options | None = None,
+    srng: random.Random | None = None,
 ) -> None:
-    plan = _plan(rng, workers, intents)
+    opts = opts or _Options()
+    slow = (srng, opts.slow_seconds) if srng is not None and opts.slow_rate > 0 else None
+    plan = _plan(rng, workers, intents, slow=slow)
     refs = [f"intent-{i}" for i in range(intents)]
     calm = Faults(visibility_delay=plan.faults.visibility_delay)
     carried: list[Child] = []
-    with _place(index, root, conninfo) as where:
+    with _place(index, root, conninfo, opts.patience) as where:
         try:
-            _rounds(index, rng, plan, where, refs, calm, workers, max_rounds, tally, carried, krng)
+            _rounds(
+                index, rng, plan, where, refs, calm, workers, max_rounds, tally, carried, krng, opts
+            )
         finally:
             abandon(carried)
 
@@ -234,10 +242,18 @@ def _rounds(
     tally: _Tally,
     carried: list[Child],
     krng: random.Random | None,
+    opts: _Options,
 ) -> None:
     intents = len(refs)
-    with _world(where, 0.0, plan.policy, calm, 0):
-        pass  # create and migrate both ledgers before any worker races for them
+    patience = opts.patience
+
+    def migrate() -> None:
+        with _world(where, 0.0, plan.policy, calm, 0):
+            pass  # create and migrate both ledgers before any worker races for them
+
+    _steady(patience, tally, migrate)
+    policy = plan.policy
+    slow_window = policy.lease_seconds + policy.settle_seconds
     running = list(range(workers))
     arms, kill = plan.arms, plan.kill
     pending = refs
@@ -263,12 +279,23 @@ def _rounds(
                 conninfo=where.conninfo,
                 schema=where.schema,
                 app_name=_chaos_pg.app_name(where.schema, f"w{w}r{r}") if where.schema else None,
+                reconnect_s=opts.reconnect_s,
             )
+            if chaos and opts.slow_rate > 0:
+                # Slow performs, and peers that come back to an owned intent
+                # while its page may still be loading.
+                spec = replace(
+                    spec,
+                    slow_rate=opts.slow_rate,
+                    slow_seconds=opts.slow_seconds,
+                    slow_path=where.file("slow.jsonl"),
+                    revisit_s=2 * opts.slow_seconds + slow_window,
+                )
             specs.append((w, spec, zombie))
         killer = _strikes(krng, where.conninfo, len(pending), len(running)) if chaos else None
         try:
             killed, after = run_round(
-                carried, specs, kill if chaos else None, r * ROUND, tally, killer
+                carried, specs, kill if chaos else None, r * ROUND, tally, killer, opts.stall
             )
         finally:
             if killer is not None:
@@ -290,9 +317,16 @@ def _rounds(
                 z.resume_after = rng.randint(0, 4 * intents)
         chaos = r < plan.chaos_rounds
         faults = Faults(unavailable=plan.faults.unavailable) if chaos else Faults()
-        with _world(where, r * ROUND, plan.policy, faults, rng.getrandbits(32)) as (ledger, _):
-            _reconcile(ledger)
-            pending = _pending(ledger, refs)
+        seed = rng.getrandbits(32)
+
+        def settle(
+            offset: float = r * ROUND, faults: Faults = faults, seed: int = seed
+        ) -> list[str]:
+            with _world(where, offset, plan.policy, faults, seed) as (ledger, _):
+                _reconcile(ledger)
+                return _pending(ledger, refs)
+
+        pending = _steady(patience, tally, settle)
         if not carried and (not pending or r >= max_rounds):
             break
         running = [] if r >= max_rounds else (killed or list(range(workers)))
@@ -304,9 +338,14 @@ def _rounds(
                     arms[w] = (rng.choice(POINTS), rng.randint(1, 2))
             if running and rng.random() < 0.3:
                 kill = (rng.randint(1, 4 * len(pending) + 1), rng.randrange(len(running)))
-    with _world(where, (r + 1) * ROUND, plan.policy, Faults(), 0) as (ledger, provider):
-        _reconcile(ledger)
-        _judge(index, ledger, provider, refs, tally)
+    slow_refs = tally.slow.add(*_slow.read(where.file("slow.jsonl")))
+
+    def judge() -> None:
+        with _world(where, (r + 1) * ROUND, plan.policy, Faults(), 0) as (ledger, provider):
+            _reconcile(ledger, complete=patience > 0)
+            _judge(index, ledger, provider, refs, tally, slow_refs)
+
+    _steady(patience, tally, judge)
     for name in sorted(os.listdir(where.folder)):
         if name.endswith(".err"):
             with open(where.file(name), encoding="utf-8") as fh:
@@ -315,19 +354,31 @@ def _rounds(
 
 
 def _judge(
-    index: int, ledger: Ledger, provider: FakeProvider, refs: Sequence[str], tally: _Tally
+    index: int,
+    ledger: Ledger,
+    provider: FakeProvider,
+    refs: Sequence[str],
+    tally: _Tally,
+    slow_refs: frozenset[str] | set[str] = frozenset(),
 ) -> None:
     accepted = provider.accepted()
-    tally.accepted += sum(accepted.values())
+    # Every read first: a read that fails (a restarting server) leaves the
+    # tally untouched, and the whole judgement is made again.
+    seen = []
     for ref in refs:
         n = accepted.get(ref, 0)
         record = ledger.get(_key(ref))
+        events = ledger.events(_key(ref)) if n and record is not None else []
+        seen.append((ref, n, record, events))
+    tally.accepted += sum(accepted.values())
+    for ref, n, record, events in seen:
         status = None if record is None else record.status
         tally.statuses[str(status) if status else "none"] += 1
+        if ref in slow_refs:
+            tally.slow.final[f"{status}, accepted {n}"] += 1
         if n > 1:
             tally.duplicates += 1
             tally.find(f"schedule {index}: {ref} accepted {n} times (ledger: {status})")
-        events = ledger.events(_key(ref)) if n and record is not None else []
         if n > sum(1 for e in events if e.type == EventType.EXECUTING):
             # Marker first: every perform the provider saw follows its own
             # committed executing mark.
@@ -377,6 +428,12 @@ def run_campaign(
     max_rounds: int = 8,
     tmp_dir: str | None = None,
     terminate_connections: bool = False,
+    slow_rate: float = 0.0,
+    slow_seconds: float = 3.0,
+    restart_server: bool = False,
+    restart_every: tuple[float, float] = (5.0, 40.0),
+    min_restarts: int = 0,
+    pg_bin: str | None = None,
 ) -> ChaosReport:
     """Run ``schedules`` chaos schedules and compare the ledger with the ground truth.
 
@@ -399,41 +456,91 @@ def run_campaign(
         terminate_connections: PostgreSQL only: in chaotic rounds, the
             parent terminates random workers' connections
             (``pg_terminate_backend``) at random pass counts.
+        slow_rate: the fraction of performs in chaotic rounds that are slow
+            (0..1): the page loads for ``slow_seconds * [1, 1.5)`` seconds
+            before the request, while the schedule's lease + settle window is
+            at most ``0.65 * slow_seconds`` (see ``_slow``).
+        slow_seconds: the least duration of a slow perform (2..120).
+        restart_server: PostgreSQL only, without ``dsn``: start a throwaway
+            cluster and restart it every ``restart_every`` seconds during the
+            campaign (alternating ``-m fast`` and ``-m immediate``; see
+            ``_cluster``). Workers keep reopening their store; the parent
+            retries its steps; a worker silent for two minutes is stuck.
+        restart_every: ``(low, high)`` seconds between two restarts.
+        min_restarts: with ``restart_server``, more schedules run after the
+            ``schedules`` asked for until the server has been restarted this
+            often (at most 100 times as many; the report counts them all).
+        pg_bin: the folder of ``initdb`` and ``pg_ctl`` (see ``find_bin``).
 
     Raises:
-        ValueError: a count is out of range, the backend is unknown, no DSN
-            for PostgreSQL, or connection terminations asked for on SQLite.
+        ValueError: a count or rate is out of range, the backend is unknown,
+            no DSN for PostgreSQL, connection terminations or restarts asked
+            for on SQLite, a DSN given with ``restart_server``, no
+            PostgreSQL programs.
         LedgerUnavailable: the PostgreSQL server cannot be reached.
+        ClusterError: ``initdb`` or ``pg_ctl`` failed.
     """
-    if backend not in ("sqlite", "postgres"):
-        raise ValueError(f"unknown backend {backend!r}; use sqlite or postgres")
-    for name, value, low in (
-        ("schedules", schedules, 1),
-        ("workers", workers, 1),
-        ("intents", intents, 1),
-        ("max_rounds", max_rounds, 1),
-        ("first", first, 0),
-    ):
-        if value < low:
-            raise ValueError(f"{name} must be at least {low}, not {value}")
-    if workers > 64 or intents > 10_000:
-        raise ValueError("at most 64 workers and 10000 intents per schedule")
+    check(backend, schedules, workers, intents, max_rounds, first)
+    _slow.check(slow_rate, slow_seconds)
     if terminate_connections and backend != "postgres":
         raise ValueError("terminating connections needs --backend postgres")
-    conninfo = None
-    if backend == "postgres":
-        conninfo = _chaos_pg.base_conninfo(_chaos_pg.resolve_dsn(dsn))
+    if restart_server:
+        check_restarts(backend, dsn, restart_every)
+    if (
+        not isinstance(min_restarts, int)
+        or min_restarts < 0
+        or (min_restarts and not restart_server)
+    ):
+        raise ValueError(
+            f"min_restarts must be a whole number >= 0 with --restart-server, not {min_restarts!r}"
+        )
     # A crash point armed in this (parent) process, e.g. by ACTONCE_CRASH_AT,
     # would kill the campaign itself during reconcile; workers arm their own.
     disarm()
     root = tmp_dir or _temp_root()
     tally = _Tally()
+    opts = _Options(slow_rate=slow_rate, slow_seconds=slow_seconds)
+    restarts: list[dict[str, Any]] = []
     started = time.monotonic()
-    try:
-        for i in range(first, first + schedules):
+    with contextlib.ExitStack() as stack:
+        conninfo = None
+        if restart_server:
+            # The pool warns on stderr about every connection a restart broke;
+            # the report counts them instead.
+            pool_log = logging.getLogger("psycopg.pool")
+            stack.callback(pool_log.setLevel, pool_log.level)
+            pool_log.setLevel(logging.ERROR)
+            cluster = stack.enter_context(throwaway_cluster(pg_bin))
+            dsn = cluster.dsn
+            opts = replace(
+                opts, patience=120.0, reconnect_s=60.0, stall=max(120.0, 4 * slow_seconds)
+            )
+        if backend == "postgres":
+            conninfo = _chaos_pg.base_conninfo(_chaos_pg.resolve_dsn(dsn))
+        restarter = None
+        if restart_server:
+            restarter = Restarter(
+                cluster, restart_every, seed, os.path.join(cluster.folder, "restarts.jsonl")
+            )
+            restarter.start()
+            # Stopped first on the way out (after its current restart): the
+            # schemas are dropped and the cluster removed with the server up.
+            stack.callback(lambda: restarts.extend(restarter.stop() if restarter else []))
+        if conninfo is not None:
+            # Each schedule drops its own schema; this catches one whose drop
+            # was itself interrupted.
+            stack.callback(_drop_leftovers, conninfo)
+        i = first
+        while i < first + schedules or (
+            restarter is not None
+            and restarter.restarts() < min_restarts
+            and i < first + 100 * schedules
+        ):
             rng = random.Random(f"actonce-chaos:{seed}:{i}")
-            # Its own stream: the plan is the same with or without terminations.
+            # Streams of their own: the plan is the same with or without
+            # terminations, and with slow performs only lease and settle change.
             krng = random.Random(f"actonce-chaos-terminate:{seed}:{i}")
+            srng = random.Random(f"actonce-chaos-slow:{seed}:{i}")
             _run_schedule(
                 i,
                 rng,
@@ -444,126 +551,30 @@ def run_campaign(
                 tally=tally,
                 conninfo=conninfo,
                 krng=krng if terminate_connections else None,
+                opts=opts,
+                srng=srng,
             )
+            i += 1
             if progress:
-                progress(i - first + 1, schedules)
-    finally:
-        if conninfo is not None:
-            # Each schedule drops its own schema; this catches one whose drop
-            # was itself interrupted.
-            with contextlib.suppress(Exception):
-                _chaos_pg.drop_leftovers(conninfo)
-    return ChaosReport(
-        backend=backend,
-        schedules=schedules,
-        intents=schedules * intents,
-        workers=workers,
-        seed=seed,
-        duplicates=tally.duplicates,
-        lost=tally.lost,
-        unresolved=tally.unresolved,
-        inconsistent=tally.inconsistent,
-        crash_points_hit={p: tally.points[p] for p in POINTS},
-        kills=tally.kills,
-        random_kills=tally.random_kills,
-        zombies=tally.zombies,
-        pauses=tally.pauses,
-        worker_errors=tally.worker_errors,
-        statuses=dict(sorted(tally.statuses.items())),
-        rounds=tally.rounds,
-        accepted=tally.accepted,
-        wall_s=time.monotonic() - started,
-        findings=tuple(tally.findings),
-        unmarked=tally.unmarked,
-        connection_kills=tally.connection_kills,
-        ledger_errors=tally.ledger_errors,
-        outcome_unknown=tally.outcome_unknown,
+                progress(i - first, max(schedules, i - first))
+    return build_report(
+        tally, backend, i - first, intents, workers, seed, time.monotonic() - started, restarts
     )
+
+
+def _drop_leftovers(conninfo: str) -> None:
+    with contextlib.suppress(Exception):
+        _chaos_pg.drop_leftovers(conninfo)
 
 
 # --- the command line ------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="actonce chaos",
-        description="Race worker processes over the same intents with real SIGKILLs and "
-        "faults; compare the ledger with the provider's ground truth.",
-    )
-    p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
-    p.add_argument(
-        "--dsn",
-        default=None,
-        help="PostgreSQL DSN (backend postgres; default $ACTONCE_TEST_POSTGRES_DSN "
-        "or $ACTONCE_LEDGER when a postgresql:// URL)",
-    )
-    p.add_argument(
-        "--terminate-connections",
-        action="store_true",
-        help="PostgreSQL: terminate random workers' connections (pg_terminate_backend) "
-        "at random moments",
-    )
-    p.add_argument("--schedules", type=int, default=200)
-    p.add_argument("--workers", type=int, default=3)
-    p.add_argument("--intents", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--first", type=int, default=0, help="index of the first schedule")
-    p.add_argument("--json", action="store_true", help="print the report as JSON, last line")
-    return p
-
-
-def _progress_printer() -> Callable[[int, int], None]:
-    tty = sys.stderr.isatty()
-    started = time.monotonic()
-
-    def show(done: int, total: int) -> None:
-        step = max(1, total // 20)
-        if not tty and done % step and done != total:
-            return
-        line = f"chaos: {done}/{total} schedules, {time.monotonic() - started:.1f}s"
-        end = "\n" if done == total or not tty else ""
-        print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
-
-    return show
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    # Unwind like Ctrl-C so that workers are killed and folders removed.
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``actonce chaos``: 0 when clean, 1 on a duplicate or lost intent, 2 on bad input."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        report = run_campaign(
-            backend=args.backend,
-            dsn=args.dsn,
-            schedules=args.schedules,
-            workers=args.workers,
-            intents=args.intents,
-            seed=args.seed,
-            first=args.first,
-            progress=_progress_printer(),
-            terminate_connections=args.terminate_connections,
-        )
-    except (ValueError, LedgerError) as exc:
-        print(f"actonce chaos: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("actonce chaos: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    print(report.summary())
-    if args.json:
-        print(json.dumps(report.to_json(), sort_keys=True))
-    return 0 if report.ok else 1
+    """``actonce chaos`` (see ``_cli``): 0 when clean, 1 on a finding, 2 on bad input."""
+    from ._cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 __all__ = [
@@ -126,17 +127,41 @@ def _drop(conninfo: str, schemas: Sequence[str]) -> None:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
+def _patiently(patience: float, step: Callable[[], None]) -> None:
+    """Run ``step``; while the server is away (restarting), again, for up to ``patience`` s."""
+    import psycopg
+
+    from actonce import LedgerError
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            step()
+            return
+        except (psycopg.OperationalError, LedgerError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)  # sync-ok: polling for a restarted server, with a deadline
+
+
 @contextlib.contextmanager
-def schedule_schema(conninfo: str, index: int) -> Iterator[str]:
-    """The schema of schedule ``index``: made empty and migrated, dropped on the way out."""
+def schedule_schema(conninfo: str, index: int, patience: float = 0.0) -> Iterator[str]:
+    """The schema of schedule ``index``: made empty and migrated, dropped on the way out.
+
+    With ``patience``, each step is tried again while the server restarts.
+    """
     name = f"{PREFIX}{os.getpid()}_{index}"
-    _drop(conninfo, [name])  # a leftover of an earlier process with our pid
-    try:
+
+    def make() -> None:
+        _drop(conninfo, [name])  # a leftover of an earlier process with our pid
         # The store's migrations create the schema.
         open_store(conninfo, name, app_name(name, PARENT), create=True).close()
+
+    _patiently(patience, make)
+    try:
         yield name
     finally:
-        _drop(conninfo, [name])
+        _patiently(patience, lambda: _drop(conninfo, [name]))
 
 
 def drop_leftovers(conninfo: str, pid: int | None = None) -> list[str]:
@@ -188,19 +213,28 @@ class Killer:
                 self._terminate(self._rng.choice(alive).app or "")
 
     def _terminate(self, app: str) -> None:
-        if self._conn is None:
-            # Opened only now, after every worker of the round was forked: a
-            # child never inherits this connection.
-            self._conn = _admin(self._conninfo)
-        rows = self._conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = %s AND pid <> pg_backend_pid()",
-            (app,),
-        ).fetchall()
+        import psycopg
+
+        try:
+            if self._conn is None:
+                # Opened only now, after every worker of the round was forked: a
+                # child never inherits this connection.
+                self._conn = _admin(self._conninfo)
+            rows = self._conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s AND pid <> pg_backend_pid()",
+                (app,),
+            ).fetchall()
+        except psycopg.OperationalError:
+            # The server restarted under us (``--restart-server``): this strike
+            # missed; the next one opens a new connection.
+            self.close()
+            return
         self.kills += sum(1 for (done,) in rows if done)
 
     def close(self) -> None:
         """Close the parent's admin connection (if it was opened)."""
         if self._conn is not None:
-            self._conn.close()
+            with contextlib.suppress(Exception):
+                self._conn.close()
             self._conn = None

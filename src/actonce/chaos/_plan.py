@@ -9,11 +9,12 @@ chaotic. It depends only on the random generator's seed, ``(seed, i)``.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from actonce import Policy
 from actonce.testing import POINTS, Faults
 
+from . import _slow
 from ._round import Zombie
 
 __all__ = ["FOREVER", "Plan", "plan"]
@@ -34,8 +35,19 @@ class Plan:
 FOREVER = 1 << 60
 
 
-def plan(rng: random.Random, workers: int, intents: int) -> Plan:
-    """The plan of one schedule; it depends only on ``rng``'s seed."""
+def plan(
+    rng: random.Random,
+    workers: int,
+    intents: int,
+    *,
+    slow: tuple[random.Random, float] | None = None,
+) -> Plan:
+    """The plan of one schedule; it depends only on ``rng``'s seed.
+
+    With ``slow`` (a random stream of its own, and ``slow_seconds``), the
+    lease and the settle window become short and real, and the visibility
+    delay fits them (``_slow.policy``); every other draw is the same.
+    """
     authoritative = rng.random() < 0.5
     settle = rng.choice([0.0, 0.001, 0.05, 5.0, 30.0])
     if authoritative:
@@ -60,6 +72,9 @@ def plan(rng: random.Random, workers: int, intents: int) -> Plan:
         unavailable=rng.choice([0.0, 0.0, 0.1, 0.3]),
         visibility_delay=delay,
     )
+    if slow is not None:
+        policy, delay = _slow.policy(slow[0], policy, slow[1], faults.visibility_delay)
+        faults = replace(faults, visibility_delay=delay)
     arms = {}
     for w in rng.sample(range(workers), k=min(workers, rng.choice([0, 1, 1, 1, 2]))):
         arms[w] = (rng.choice(POINTS), rng.randint(1, max(1, min(3, intents))))

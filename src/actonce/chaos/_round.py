@@ -10,7 +10,11 @@ outlives the round and is handed back to the caller, to be resumed in the
 next round with its clock moved on. On PostgreSQL a :class:`Killer` (see
 ``_chaos_pg``) may terminate a random worker's connection whenever the
 passes seen reach one of its planned counts; a worker reports every
-``LedgerError`` it then gets (``LEDGER_UNKNOWN``, ``LEDGER_ERROR``).
+``LedgerError`` it then gets (``LEDGER_UNKNOWN``, ``LEDGER_ERROR``), each
+new store it opened after one (``RECONNECTED``), each failed try to
+(``REOPEN``) and whether it gave up (``GAVE_UP``). With a ``stall`` bound, a
+round in which no running worker reports anything for that long kills them
+as *stuck* (a worker that never recovered from a server restart, say).
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ from typing import Protocol
 
 from ._worker import (
     EXIT_ERROR,
+    GAVE_UP,
     LEDGER_ERROR,
     LEDGER_UNKNOWN,
+    RECONNECTED,
+    REOPEN,
     STOPPED,
     WorkerSpec,
     decode,
@@ -50,6 +57,12 @@ class Stats:
     worker_errors: int = 0
     ledger_errors: int = 0
     outcome_unknown: int = 0
+    reconnects: int = 0  # new stores opened after a failed one
+    reopen_retries: int = 0  # failed tries to open one, tried again
+    gave_up: int = 0  # workers that ended because no store could be opened again
+    workers_hit: int = 0  # workers (not killed) that got a ledger error ...
+    workers_recovered: int = 0  # ... and ended normally, with a working store
+    stuck: int = 0  # workers killed because they made no progress for ``stall`` seconds
     findings: list[str] = field(default_factory=list)
 
     def find(self, text: str) -> None:
@@ -85,6 +98,9 @@ class Child:
     killed_by_parent: bool = False
     status: int | None = None  # its wait status, once reaped
     app: str | None = None  # its database connection's application_name (PostgreSQL)
+    hit: bool = False  # it got a ledger error
+    gave_up: bool = False  # it ended without a working store
+    stuck: bool = False  # killed by the parent for making no progress
 
 
 class Striker(Protocol):
@@ -160,17 +176,20 @@ def run_round(
     offset: float,
     stats: Stats,
     striker: Striker | None = None,
+    stall: float | None = None,
 ) -> tuple[list[int], list[Child]]:
     """Fork one worker per spec next to the carried zombies; watch, kill, reap.
 
     Returns the workers that died by ``SIGKILL``, and the zombies that
-    stopped in this round (to be resumed in the next one).
+    stopped in this round (to be resumed in the next one). With ``stall``,
+    a running worker that reports nothing for that many seconds while no
+    other one does either is *stuck*: killed, counted, and reported.
     """
     children = list(carried)
     try:
         for worker, spec, zombie in specs:
             children.append(fork(worker, spec, children, zombie))
-        _watch(children, kill, offset, stats, striker)
+        _watch(children, kill, offset, stats, striker, stall)
     except BaseException:
         abandon(children)
         raise
@@ -183,7 +202,17 @@ def run_round(
         status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
         child.status = status
         _close(child)
-        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+        killed_by = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        if child.stuck:
+            killed.append(child.worker)
+            stats.stuck += 1
+            stats.find(f"worker {child.worker} stuck: no progress for {stall}s")
+            continue
+        if child.hit and not killed_by:
+            stats.workers_hit += 1
+            exited = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            stats.workers_recovered += exited and not child.gave_up
+        if killed_by:
             killed.append(child.worker)
             stats.kills += 1
             if child.fatal_at is not None:
@@ -204,6 +233,7 @@ def _watch(
     offset: float,
     stats: Stats,
     striker: Striker | None,
+    stall: float | None = None,
 ) -> None:
     by_fd = {c.fd: c for c in children}
     passes = 0
@@ -219,7 +249,10 @@ def _watch(
                 return
             for c in waiting:
                 resume(c, offset)
-        ready, _, _ = select.select([c.fd for c in children if c.open], [], [])
+        ready, _, _ = select.select([c.fd for c in children if c.open], [], [], stall)
+        if not ready:
+            _stuck(children)
+            continue
         for fd in ready:
             passes += consume(by_fd[fd], passes, stats)
         if striker is not None:
@@ -231,6 +264,15 @@ def _watch(
                 victim.stopped = False
                 victim.resume_after = None
             victim = None
+
+
+def _stuck(children: Sequence[Child]) -> None:
+    """Nothing was reported for ``stall`` seconds: kill the running workers (stuck)."""
+    for c in children:
+        if c.open and not c.stopped and c.status is None and not c.stuck:
+            c.stuck = True
+            with contextlib.suppress(OSError):
+                os.kill(c.pid, signal.SIGKILL)
 
 
 def consume(child: Child, passes: int, stats: Stats) -> int:
@@ -253,12 +295,34 @@ def consume(child: Child, passes: int, stats: Stats) -> int:
         if byte in (LEDGER_ERROR, LEDGER_UNKNOWN):
             stats.ledger_errors += 1
             stats.outcome_unknown += byte == LEDGER_UNKNOWN
+            child.hit = True
+            continue
+        if byte in _LINK:
+            _LINK[byte](child, stats)
             continue
         point, fatal = decode(byte)
         seen += 1
         if fatal:
             child.fatal_at = point
     return seen
+
+
+def _reconnected(child: Child, stats: Stats) -> None:
+    stats.reconnects += 1
+
+
+def _reopen(child: Child, stats: Stats) -> None:
+    stats.reopen_retries += 1
+    child.hit = True
+
+
+def _gave_up(child: Child, stats: Stats) -> None:
+    stats.gave_up += 1
+    child.gave_up = True
+    stats.find(f"worker {child.worker} gave up: no store could be opened again")
+
+
+_LINK = {RECONNECTED: _reconnected, REOPEN: _reopen, GAVE_UP: _gave_up}
 
 
 def _confirm_stop(child: Child) -> None:

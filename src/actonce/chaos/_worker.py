@@ -21,7 +21,15 @@ that connection, the store raises ``LedgerOutcomeUnknown`` (a write) or
 ``LedgerUnavailable``; the protocol has performed nothing after the failed
 write. The worker reports ``?`` (outcome unknown) or ``~``, closes the store, opens a new one and goes
 on with its next intent (the one it was on stays pending for the next
-round); after three failed opens in a row it ends, to be restarted.
+round); after three failed opens in a row it ends, to be restarted. When
+the server itself restarts (``spec.reconnect_s``), the worker keeps trying
+to open a new store for that long instead, and reports ``+`` once it has one
+(``#`` if it gave up, ``*`` for each failed try): see :class:`_Link`.
+
+With slow performs on (``spec.slow_rate``), a fraction of the performs wait
+longer than lease + settle before their request (see ``_slow``), and the
+worker comes back to the intents it left open (owned by another worker,
+say) for ``spec.revisit_s`` seconds after its first pass.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +47,7 @@ from actonce import (
     Ledger,
     LedgerError,
     LedgerOutcomeUnknown,
+    Outcome,
     Policy,
     Registry,
     SQLiteStore,
@@ -45,7 +55,19 @@ from actonce import (
 )
 from actonce.testing import POINTS, FakeProvider, Faults, arm, disarm, observe_points
 
-__all__ = ["LEDGER_ERROR", "LEDGER_UNKNOWN", "STOPPED", "WorkerSpec", "decode", "run_worker"]
+from ._slow import SlowLog, revisit
+
+__all__ = [
+    "GAVE_UP",
+    "LEDGER_ERROR",
+    "LEDGER_UNKNOWN",
+    "RECONNECTED",
+    "REOPEN",
+    "STOPPED",
+    "WorkerSpec",
+    "decode",
+    "run_worker",
+]
 
 #: Exit code of a worker that hit an unexpected exception (a finding).
 EXIT_ERROR = 3
@@ -58,6 +80,12 @@ STOPPED = ord("!")
 #: ``LedgerOutcomeUnknown`` (a write that may have committed), any other.
 LEDGER_UNKNOWN = ord("?")
 LEDGER_ERROR = ord("~")
+#: A worker opened a new store after its last one failed (it recovered).
+RECONNECTED = ord("+")
+#: A worker ended because it could not open a store again.
+GAVE_UP = ord("#")
+#: A failed try to open a new store, to be tried again (``spec.reconnect_s``).
+REOPEN = ord("*")
 
 
 def decode(byte: int) -> tuple[str, bool]:
@@ -86,6 +114,11 @@ class WorkerSpec:
     conninfo: str | None = None  # PostgreSQL: the ledger is there, not at ledger_path
     schema: str | None = None
     app_name: str | None = None  # this worker's connection name (the killer finds it)
+    slow_rate: float = 0.0  # the fraction of performs that are slow (see _slow)
+    slow_seconds: float = 0.0
+    slow_path: str | None = None  # where slow performs are written down
+    revisit_s: float = 0.0  # how long to come back to intents another worker owned
+    reconnect_s: float = 0.0  # how long to keep trying to open a new store (0: 3 tries)
 
 
 def run_worker(spec: WorkerSpec, wfd: int) -> None:
@@ -156,37 +189,132 @@ def _open(spec: WorkerSpec) -> Any:
     return open_store(spec.conninfo, spec.schema, spec.app_name)
 
 
-def _report_ledger_error(spec: WorkerSpec, exc: LedgerError) -> None:
+def _ledger_byte(exc: LedgerError) -> int:
+    return LEDGER_UNKNOWN if isinstance(exc, LedgerOutcomeUnknown) else LEDGER_ERROR
+
+
+def _report(spec: WorkerSpec, byte: int) -> None:
     if spec.report_fd is not None:
-        unknown = isinstance(exc, LedgerOutcomeUnknown)
-        os.write(spec.report_fd, bytes([LEDGER_UNKNOWN if unknown else LEDGER_ERROR]))
+        os.write(spec.report_fd, bytes([byte]))
 
 
 def _work(spec: WorkerSpec, clock: SystemClock) -> None:
     provider = FakeProvider(spec.provider_path, faults=spec.faults, clock=clock, seed=spec.seed)
     registry = Registry()
     registry.register("fake", provider.verifier, policy=spec.policy)
-    ledger: Ledger | None = None
-    failed_opens = 0
-    for ref in spec.refs:
+    slow = None
+    if spec.slow_rate > 0 and spec.slow_path is not None:
+        window = spec.policy.lease_seconds + spec.policy.settle_seconds
+        slow = SlowLog(spec.slow_path, spec.slow_rate, spec.slow_seconds, window, spec.seed)
+    link = _Link(spec, clock, registry)
+
+    def run(ref: str) -> bool:
+        """Run one intent; True when it is left open (another worker owns it, say)."""
+        effect = provider.effect(ref, policy=spec.policy)
+        if slow is not None:
+            effect = slow.wrap(effect, ref)
+        result = None
         try:
+            ledger = link.ledger()
             if ledger is None:
-                ledger = Ledger(_open(spec), clock=clock, registry=registry)
-                failed_opens = 0
-            ledger.run(provider.effect(ref, policy=spec.policy))
+                return False
+            result = ledger.run(effect)
         except LedgerError as exc:
             # Nothing was performed after a failed checkpoint write; the
             # intent stays pending for the next round. A dead connection is
             # replaced by a new store (PostgreSQL: a new connection).
-            _report_ledger_error(spec, exc)
-            if ledger is None:
-                failed_opens += 1
-                if failed_opens >= 3:
-                    break
-            elif spec.conninfo is not None:
-                with contextlib.suppress(Exception):
-                    ledger.close()
-                ledger = None
-    if ledger is not None:
-        ledger.close()
+            link.failed(exc)
+            if slow is not None:
+                slow.ended(None, exc)
+            return False
+        if slow is not None:
+            slow.ended(result)
+        open_ = result.status is not None and result.status.is_open
+        return open_ or result.outcome is Outcome.DEFERRED
+
+    deferred = []
+    for ref in spec.refs:
+        if link.gave_up:
+            break
+        if run(ref):
+            deferred.append(ref)
+    if spec.revisit_s > 0 and not link.gave_up:
+        # Another worker owned these, or left them open: come back while it
+        # may still be at work (a slow perform), as a queue redelivers an
+        # item later.
+        pause = spec.policy.lease_seconds / 2
+        revisit(deferred, time.monotonic() + spec.revisit_s, pause, run)
+    link.close()
+    if slow is not None:
+        slow.close()
     provider.close()
+
+
+class _Link:
+    """The worker's ledger, replaced by a new one (a new connection) after a ledger error.
+
+    Without ``spec.reconnect_s`` a worker gives up after three failed opens
+    in a row, one per intent (it ends quietly and is restarted next round).
+    With it, a worker whose store failed keeps trying to open a new one,
+    pausing between tries, for up to that many seconds, without skipping
+    intents; once it has one again it reports ``RECONNECTED``; if the time
+    runs out it reports ``GAVE_UP`` and ends. A worker whose last intent failed reconnects all the
+    same before it ends: it shows that it recovered.
+    """
+
+    def __init__(self, spec: WorkerSpec, clock: SystemClock, registry: Registry) -> None:
+        self._spec = spec
+        self._clock = clock
+        self._registry = registry
+        self._ledger: Ledger | None = None
+        self._broken = False  # the last store failed: the next open is a reconnect
+        self._failed_opens = 0
+        self.gave_up = False
+
+    def ledger(self) -> Ledger | None:
+        """The worker's ledger, opened if need be; ``None`` when this intent is skipped."""
+        if self._ledger is not None:
+            return self._ledger
+        spec = self._spec
+        deadline = time.monotonic() + spec.reconnect_s
+        while True:
+            try:
+                self._ledger = Ledger(_open(spec), clock=self._clock, registry=self._registry)
+            except LedgerError as exc:
+                self._failed_opens += 1
+                if spec.reconnect_s <= 0:
+                    _report(spec, _ledger_byte(exc))
+                    # Ends quietly, as it always did: restarted next round.
+                    self.gave_up = self._failed_opens >= 3
+                    return None
+                _report(spec, REOPEN)
+                if time.monotonic() >= deadline:
+                    self._give_up()
+                    return None
+                # The server is away (restarting): try again shortly.
+                time.sleep(0.1)  # sync-ok: a reconnect backoff, polling a server that is down
+                continue
+            self._failed_opens = 0
+            if self._broken:
+                self._broken = False
+                _report(spec, RECONNECTED)
+            return self._ledger
+
+    def failed(self, exc: LedgerError) -> None:
+        """The store raised ``exc``: report it; on PostgreSQL, drop the store."""
+        _report(self._spec, _ledger_byte(exc))
+        if self._ledger is not None and self._spec.conninfo is not None:
+            with contextlib.suppress(Exception):
+                self._ledger.close()
+            self._ledger = None
+            self._broken = True
+
+    def _give_up(self) -> None:
+        self.gave_up = True
+        _report(self._spec, GAVE_UP)
+
+    def close(self) -> None:
+        if self._broken and self._spec.reconnect_s > 0 and not self.gave_up:
+            self.ledger()
+        if self._ledger is not None:
+            self._ledger.close()

@@ -8,7 +8,7 @@ Exit codes, for every command: 0 done; 1 an error (one line on stderr); 2 a
 bad command line; 3 ``reconcile`` left effects open or unverifiable (run it
 again later, or review them); 130 interrupted. ``approve`` and ``deny``: 0
 accepted, or the same answer again (nothing changed); 1 refused, the reason
-on one line on stderr. ``demo``, ``chaos``, ``sandbox`` and ``console``
+on one line on stderr. ``demo``, ``chaos``, ``explore``, ``sandbox`` and ``console``
 document their own.
 """
 
@@ -72,6 +72,12 @@ def _text(text: str) -> str:
     return text
 
 
+def _attempt(text: str) -> int:
+    if not text.isdigit() or len(text) > 9 or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"is a whole number from 1, not {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="actonce",
@@ -133,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True, type=_text)
     p.add_argument("--reviewer", default=os.environ.get("USER") or "")
     p.add_argument("--result-ref", type=_text, help="where the effect is (with 'happened')")
+    p.add_argument(
+        "--attempt",
+        type=_attempt,
+        help="the attempt you decided on (as `actonce show` prints it): refused if it moved on",
+    )
     p.set_defaults(func=cmd_resolve)
 
     p = sub.add_parser(
@@ -202,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
 _DELEGATED = {
     "demo": ("actonce.demo", "the browser demo: agents, faults, kills, report"),
     "chaos": ("actonce.chaos", "randomized kill campaigns against a fake provider"),
+    "explore": ("actonce.explore", "every interleaving, crash and verdict of the protocol"),
     "sandbox": ("actonce.sandbox", "run the sandbox target app"),
     "console": ("actonce.console", "the review console: did it happen? (a web app)"),
 }

@@ -204,6 +204,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             reviewer=args.reviewer,
             reason=args.reason,
             result_ref=args.result_ref,
+            attempt=args.attempt,
         )
     if args.json:
         print_json(record_json(record))

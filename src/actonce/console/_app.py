@@ -35,6 +35,7 @@ from ._console import Console, key_of
 from ._decide import CLASSES, reason_text, verify_once
 from ._evidence import FILES, HTML_CSP, locate, read_text
 from ._guard import CSP, LOGIN_COOKIE, SESSION_COOKIE, SecurityHeaders, guarded, safe_next
+from ._receipts import receipt_page, receipts_page
 from ._sessions import LOGIN_NONCE_SECONDS, Session
 from ._views import approvals_page, effect_page, overview_page, packet_page, queue_page
 from ._words import at
@@ -205,8 +206,20 @@ class App:
             return self._missing(request, "No such approval packet in this ledger.")
 
     async def receipts(self, request: Request) -> Response:
-        """Receipts: not built yet (issue 11)."""
-        return self._page(request, "receipts.html")
+        """Receipts, newest first."""
+        before = request.query_params.get("before")
+        return await self._view(request, "receipts.html", receipts_page, self.c, before)
+
+    async def receipt(self, request: Request) -> Response:
+        """One receipt: the user's text, its steps, the operators' JSON."""
+        op_id = key_of(request.path_params["op"])
+
+        def work() -> HTMLResponse | None:
+            found = receipt_page(self.c, op_id)
+            return None if found is None else self._page(request, "receipt.html", **found)
+
+        page = await run_in_threadpool(work)
+        return page if page is not None else self._missing(request, "No receipt for that id.")
 
     async def evidence(self, request: Request) -> Response:
         """One evidence file, if the effect's history names its folder (see _evidence)."""
@@ -283,12 +296,16 @@ class App:
         choice = CLASSES.get(form.get("class", ""))
         text = form.get("reason", "").strip()
         result_ref = form.get("result_ref", "").strip() or None
+        shown = form.get("attempt", "")
+        attempt = int(shown) if shown.isdigit() and 0 < len(shown) < 10 else None
         if choice is None:
             return self._back(request, "Nothing recorded: choose what you found.", to)
         if not text:
             return self._back(request, "Nothing recorded: a decision needs its reason.", to)
         if choice.needs_ref and not result_ref:
             return self._back(request, f"Nothing recorded: '{choice.label}' names the result.", to)
+        if attempt is None or attempt < 1:
+            return self._back(request, "Nothing recorded: the page did not say which attempt.", to)
 
         def decide() -> str:
             record = self.c.ledger.find(key_of(ref))
@@ -304,6 +321,7 @@ class App:
                 reviewer=reviewer,
                 reason=reason_text(choice, text, result_ref, seen),
                 result_ref=result_ref if happened else None,
+                attempt=attempt,  # the attempt the page showed: never a later one
             )
             self.c.holds.release(record.key, reviewer)
             self.c.seen.pop(record.key, None)
@@ -400,6 +418,7 @@ def routes(console: Console) -> list[Route]:
         ("/approvals/{packet_id}", app.packet, "GET", False),
         ("/approvals/{packet_id}/answer", app.answer, "POST", False),
         ("/receipts", app.receipts, "GET", False),
+        ("/receipts/{op}", app.receipt, "GET", False),
         ("/static/{name}", app.static, "GET", False),
     ]
     return [

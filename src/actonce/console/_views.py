@@ -27,6 +27,7 @@ from actonce import (
 from ._console import Console, ref_of
 from ._decide import CLASSES, consequences
 from ._evidence import folder_view
+from ._receipts import effect_receipt
 from ._timeline import entries, evidence_refs, last_error, verdicts
 from ._words import actor_of, age, at, clean, question, scope_of, shown, shown_json, subject
 
@@ -320,6 +321,7 @@ def effect_page(console: Console, key: str, reviewer: str) -> dict[str, Any]:
             for h in holds
         ],
         "context": _context(console, holds, events, reviewer),
+        "operation": effect_receipt(console, record.key),
         "reviewable": reviewable,
         "hold": _hold(console, record.key, reviewer),
         "hold_minutes": round(console.settings.hold_seconds / 60),

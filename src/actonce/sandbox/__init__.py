@@ -22,8 +22,7 @@ Serve it with ``actonce sandbox`` or ``SandboxServer``::
 from __future__ import annotations
 
 from ._app import SESSION_COOKIE, Sandbox, create_app, parse_post_ref
-from ._booking_app import BookingWorld
-from ._booking_db import SEED_PRODUCTS, BookingClock, BookingDB, Refused
+from ._booking import SEED_PRODUCTS, BookingClock, BookingDB, BookingWorld, Refused
 from ._conns import LostMode
 from ._db import SEED_ITEMS, SEED_USERS, SandboxDB
 from ._faults import ACTIONS, Fault, FaultPlan, FaultRule, FiredFault

@@ -1,0 +1,9 @@
+"""``python -m actonce.chaos``: the same as ``actonce chaos``."""
+
+from __future__ import annotations
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

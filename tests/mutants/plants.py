@@ -145,7 +145,7 @@ PLANTS: tuple[Plant, ...] = (
         path="src/actonce/_run/*.py",
         old="    return d.situation_of(record, now=now, my_fence=None, trusted=trusted) "
         "in _RECONCILABLE",
-        new="    return record.status in (Status.CLAIMED, Status.EXECUTING, Status.UNKNOWN)",
+        new='    return record.status.value in ("claimed", "executing", "unknown")',
         tests=(
             "tests/unit/test_missed_rules.py::test_reconcile_leaves_an_effect_whose_lease_is_live_alone",
         ),
@@ -175,7 +175,7 @@ PLANTS: tuple[Plant, ...] = (
         bug="a payload mismatch is no longer checked against a failed (re-openable) record",
         path="src/actonce/_run/*.py",
         old="    if record is not None and record.payload_hash != plan.payload_hash:",
-        new="    if record is not None and record.status is not Status.FAILED "
+        new='    if record is not None and record.status.value != "failed" '
         "and record.payload_hash != plan.payload_hash:",
         tests=(
             "tests/unit/test_missed_rules.py::test_a_failed_record_still_refuses_another_payload",

@@ -17,8 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 )
 def test_ruff_is_clean() -> None:
     proc = subprocess.run(
-        ["ruff", "check", "src", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True
+        ["ruff", "check", "src", "tests", "benchmarks", "examples"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("ruff") is None, reason="ruff not installed (pip install -e '.[test]')"
+)
+def test_ruff_format_is_applied() -> None:
+    """One handwriting: every file as ``ruff format`` writes it."""
+    proc = subprocess.run(
+        ["ruff", "format", "--check", "src", "tests", "benchmarks", "examples"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -58,7 +58,6 @@ import logging
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -92,7 +91,7 @@ from ._tally import build_report, check, check_restarts
 from ._tally import steady as _steady
 from ._worker import WorkerSpec
 
-__all__ = ["ChaosReport", "main", "run_campaign"]
+__all__ = ["ChaosReport", "run_campaign"]
 
 #: Virtual seconds between two rounds: longer than any lease or settle window.
 ROUND = 10_000.0
@@ -565,17 +564,3 @@ def run_campaign(
 def _drop_leftovers(conninfo: str) -> None:
     with contextlib.suppress(Exception):
         _chaos_pg.drop_leftovers(conninfo)
-
-
-# --- the command line ------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``actonce chaos`` (see ``_cli``): 0 when clean, 1 on a finding, 2 on bad input."""
-    from ._cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -72,9 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=True,
         help="without a Chromium, install one: Playwright's download, else apt-get as root (on)",
     )
-    parser.add_argument("--scenario", choices=("posts", "booking", "all"), default="posts",
-                        help="posts and invoices (default), booking (hold, pay, book, notify "
-                        "with approvals; see docs/booking.md), or all")
+    parser.add_argument(
+        "--scenario",
+        choices=("posts", "booking", "all"),
+        default="posts",
+        help="posts and invoices (default), booking (hold, pay, book, notify "
+        "with approvals; see docs/booking.md), or all",
+    )
     args = parser.parse_args(argv)
     if args.intents < 1 or args.workers < 1:
         parser.error("--intents and --workers must be at least 1")
@@ -122,8 +126,9 @@ def _booking(args: argparse.Namespace) -> dict[str, Any]:
     from ._booking import clean, print_report, run_booking
 
     workdir = Path(args.workdir) / "booking" if args.workdir else None
-    report = run_booking(workdir=workdir, seed=args.seed,
-                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+    report = run_booking(
+        workdir=workdir, seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True)
+    )
     print_report(report)
     report["failed"] = not clean(report)
     return report

@@ -63,8 +63,9 @@ class Intent:
         if part is not None:
             extra["part"] = part
         kind = "post" if self.kind == "thread" else self.kind
-        return effect_key(tenant=TENANT, actor=self.actor, kind=kind, object=self.id,
-                          operation="create", **extra)
+        return effect_key(
+            tenant=TENANT, actor=self.actor, kind=kind, object=self.id, operation="create", **extra
+        )
 
     @property
     def effects(self) -> int:
@@ -111,15 +112,28 @@ def build_batch(n: int, *, seed: int, like_targets: list[str]) -> list[Intent]:
             parts = tuple(f"{topic}: part {p + 1}/3 (#{seed}-{i})" for p in range(3))
             out.append(Intent(ident, kind, actor, parts=parts))
         elif kind == "invoice":
-            out.append(Intent(ident, kind, actor, reference=f"ORDER-{seed}-{9200 + i}",
-                              amount=1000 + rng.randrange(9000)))
+            out.append(
+                Intent(
+                    ident,
+                    kind,
+                    actor,
+                    reference=f"ORDER-{seed}-{9200 + i}",
+                    amount=1000 + rng.randrange(9000),
+                )
+            )
         else:  # follow or like: a target this actor has not used yet
             used = follows if kind == "follow" else likes
             pool = [a for a in ACTORS if a != actor] if kind == "follow" else like_targets
             free = [t for t in pool if (actor, t) not in used]
             if not free:  # every target taken for this actor: a post instead
-                out.append(Intent(f"{ident}-as-post", "post", actor,
-                                  text=f"{_TOPICS[i % len(_TOPICS)]} (#{seed}-{i}{kind[0]})"))
+                out.append(
+                    Intent(
+                        f"{ident}-as-post",
+                        "post",
+                        actor,
+                        text=f"{_TOPICS[i % len(_TOPICS)]} (#{seed}-{i}{kind[0]})",
+                    )
+                )
                 continue
             target = free[rng.randrange(len(free))]
             used.add((actor, target))

@@ -17,6 +17,7 @@ import pytest
 from actonce import SystemClock
 from actonce.chaos import _campaign as _chaos
 from actonce.chaos import _worker as _chaos_worker
+from actonce.chaos import main as chaos_main
 from actonce.chaos import run_campaign
 from actonce.testing import POINTS, FakeProvider
 
@@ -196,7 +197,7 @@ def test_plans_are_reproducible() -> None:
 
 
 def test_main_json_last_line(capsys: pytest.CaptureFixture[str]) -> None:
-    code = _chaos.main(["--schedules", "3", "--workers", "2", "--seed", "5", "--json"])
+    code = chaos_main(["--schedules", "3", "--workers", "2", "--seed", "5", "--json"])
     out, err = capsys.readouterr()
     assert code == 0
     data = json.loads(out.strip().splitlines()[-1])
@@ -208,7 +209,7 @@ def test_main_exit_1_on_duplicates(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(_chaos_worker, "_work", _naive_work)
-    assert _chaos.main(["--schedules", "2", "--workers", "2"]) == 1
+    assert chaos_main(["--schedules", "2", "--workers", "2"]) == 1
     assert "FAILED" in capsys.readouterr().out
 
 
@@ -235,5 +236,5 @@ def test_main_exit_1_on_duplicates(
     ],
 )
 def test_main_exit_2_on_bad_input(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert _chaos.main(argv) == 2
+    assert chaos_main(argv) == 2
     assert capsys.readouterr().err

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from actonce.chaos import _campaign as _chaos
+from actonce.chaos import main as chaos_main
 from actonce.chaos import run_campaign
 from pgtest import postgres_dsn
 
@@ -88,7 +89,7 @@ def test_schema_is_dropped_when_a_schedule_is_interrupted(
 @pytest.mark.postgres
 def test_cli_json_on_postgres(dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--backend", "postgres", "--dsn", dsn, "--schedules", "3", "--workers", "2"]
-    code = _chaos.main([*argv, "--terminate-connections", "--seed", "4", "--json"])
+    code = chaos_main([*argv, "--terminate-connections", "--seed", "4", "--json"])
     out, _ = capsys.readouterr()
     assert code == 0, out
     data = json.loads(out.strip().splitlines()[-1])
@@ -101,7 +102,7 @@ def test_cli_without_a_dsn_is_a_one_line_error(
 ) -> None:
     monkeypatch.delenv("ACTONCE_TEST_POSTGRES_DSN", raising=False)
     monkeypatch.setenv("ACTONCE_LEDGER", "sqlite:///tmp/not-postgres.db")
-    assert _chaos.main(["--backend", "postgres", "--schedules", "1"]) == 2
+    assert chaos_main(["--backend", "postgres", "--schedules", "1"]) == 2
     err = capsys.readouterr().err
     assert "--dsn" in err and len(err.strip().splitlines()) == 1
 
@@ -111,7 +112,7 @@ def test_cli_with_an_unreachable_server_is_a_one_line_error(
 ) -> None:
     # Port 1 on loopback: refused at once, nothing listens there.
     argv = ["--backend", "postgres", "--dsn", "postgresql://postgres@127.0.0.1:1/test"]
-    assert _chaos.main([*argv, "--schedules", "1"]) == 2
+    assert chaos_main([*argv, "--schedules", "1"]) == 2
     err = capsys.readouterr().err
     assert "unreachable" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1

@@ -112,7 +112,7 @@ def test_a_revision_and_a_releasing_transition_do_not_deadlock(
                 if row is not None and row[0] == "Lock":
                     break
                 assert time.monotonic() < deadline and thread.is_alive(), outcome
-                time.sleep(0.01)
+                time.sleep(0.01)  # sync-ok: polling pg_stat_activity for the lock wait
         # ... and the transition goes on: it must not wait for the intent row.
         try:
             outcome["transition"] = run_steps(a, paused, answer=answer)

@@ -28,7 +28,6 @@ import os
 import random
 import re
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -38,8 +37,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+from _ledgerfile import write_ledger
 
-from actonce import Ledger, SQLiteStore
+from actonce import Ledger
 from actonce.console import hash_password, ref_of
 
 NOW = time.time() - 3600.0
@@ -80,32 +80,7 @@ def _events(total: int, open_: int) -> Iterator[tuple[Any, ...]]:
 
 def build(path: str, total: int, open_: int) -> float:
     """Create the ledger file; returns seconds spent."""
-    t0 = time.perf_counter()
-    tmp = path + ".building"
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(tmp + suffix):
-            os.remove(tmp + suffix)
-    SQLiteStore(tmp, create=True).close()  # schema through the real migrations
-    conn = sqlite3.connect(tmp, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(
-        "INSERT INTO effects (key, kind, status, fence, owner, lease_expires_at, payload, "
-        "payload_hash, scope, result_ref, reason, created_at, updated_at, executing_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _effects(total, open_),
-    )
-    conn.executemany(
-        "INSERT INTO events (key, type, at, fence, run_id, from_status, to_status, message, "
-        "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _events(total, open_),
-    )
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("ANALYZE")
-    conn.close()
-    os.replace(tmp, path)
-    return time.perf_counter() - t0
+    return write_ledger(path, _effects(total, open_), _events(total, open_))
 
 
 def _ms(client: httpx.Client, url: str, expect: str) -> tuple[float, float]:

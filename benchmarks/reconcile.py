@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from _ledgerfile import write_ledger
 
 from actonce import SQLiteStore
 
@@ -52,27 +53,7 @@ def _rows(total: int, open_: int) -> Iterator[tuple[Any, ...]]:
 
 def build(path: str, total: int, open_: int) -> float:
     """Create the ledger file; returns seconds spent."""
-    t0 = time.perf_counter()
-    tmp = path + ".building"
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(tmp + suffix):
-            os.remove(tmp + suffix)
-    SQLiteStore(tmp, create=True).close()  # schema through the real migrations
-    conn = sqlite3.connect(tmp, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(
-        "INSERT INTO effects (key, kind, status, fence, owner, lease_expires_at, payload, "
-        "payload_hash, scope, result_ref, reason, created_at, updated_at, executing_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _rows(total, open_),
-    )
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("ANALYZE")
-    conn.close()
-    os.replace(tmp, path)
-    return time.perf_counter() - t0
+    return write_ledger(path, _rows(total, open_))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ reference, client reference or idempotency key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -200,19 +201,7 @@ class BookingApi(BookingHandlers):
 
     async def api_payments(self, request: Request) -> Response:
         """``GET /api/book/payments?hold_id=&client_ref=&idempotency_key=``."""
-        begun = await self._lookup(request)
-        if isinstance(begun, Response):
-            return begun
-        ctx, f = begun
-        try:
-            hold_id = int_field(f, "hold_id") if f.get("hold_id") else None
-        except Refused as exc:
-            return JSONResponse(exc.to_json(), exc.status)
-        payments = self.db.payments(ctx.user, hold_id=hold_id, client_ref=f.get("client_ref"))
-        if f.get("idempotency_key") is not None:
-            made = self.db.idempotency_object(ctx.user or "", "pay", str(f["idempotency_key"]))
-            payments = [p for p in payments if p.id == made]
-        return await self._lookup_answer(ctx, [payment_json(p) for p in payments])
+        return await self._list(request, "pay", self.db.payments, payment_json)
 
     async def api_get_payment(self, request: Request) -> Response:
         begun = await self._lookup(request)
@@ -226,6 +215,16 @@ class BookingApi(BookingHandlers):
 
     async def api_bookings(self, request: Request) -> Response:
         """``GET /api/book/bookings?hold_id=&client_ref=&idempotency_key=``."""
+        return await self._list(request, "book", self.db.bookings, booking_json)
+
+    async def _list(
+        self,
+        request: Request,
+        op: str,
+        rows: Callable[..., list[Any]],
+        as_json: Callable[[Any], dict[str, Any]],
+    ) -> Response:
+        """The user's payments or bookings, by hold, client reference or idempotency key."""
         begun = await self._lookup(request)
         if isinstance(begun, Response):
             return begun
@@ -234,11 +233,11 @@ class BookingApi(BookingHandlers):
             hold_id = int_field(f, "hold_id") if f.get("hold_id") else None
         except Refused as exc:
             return JSONResponse(exc.to_json(), exc.status)
-        bookings = self.db.bookings(ctx.user, hold_id=hold_id, client_ref=f.get("client_ref"))
+        found = rows(ctx.user, hold_id=hold_id, client_ref=f.get("client_ref"))
         if f.get("idempotency_key") is not None:
-            made = self.db.idempotency_object(ctx.user or "", "book", str(f["idempotency_key"]))
-            bookings = [b for b in bookings if b.id == made]
-        return await self._lookup_answer(ctx, [booking_json(b) for b in bookings])
+            made = self.db.idempotency_object(ctx.user or "", op, str(f["idempotency_key"]))
+            found = [r for r in found if r.id == made]
+        return await self._lookup_answer(ctx, [as_json(r) for r in found])
 
     async def api_get_booking(self, request: Request) -> Response:
         begun = await self._lookup(request)

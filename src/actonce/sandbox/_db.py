@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ._sqlite import SQLiteTables
 
 __all__ = ["SEED_ITEMS", "SEED_USERS", "SandboxDB"]
 
@@ -110,7 +109,7 @@ class Invoice:
     visible_at: float
 
 
-class SandboxDB:
+class SandboxDB(SQLiteTables):
     """The sandbox's SQLite store.
 
     Args:
@@ -118,35 +117,8 @@ class SandboxDB:
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = str(path) if path is not None else ":memory:"
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.RLock()
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
+        super().__init__(path, _SCHEMA)
         self._seed()
-
-    # -- plumbing ---------------------------------------------------------
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
-        with self._lock:
-            return list(self._conn.execute(sql, args).fetchall())
-
-    def _one(self, sql: str, *args: Any) -> sqlite3.Row | None:
-        with self._lock:
-            row: sqlite3.Row | None = self._conn.execute(sql, args).fetchone()
-            return row
 
     def _seed(self) -> None:
         with self._tx() as c:
@@ -164,11 +136,6 @@ class SandboxDB:
                 c.execute(f"DELETE FROM {table}")
             c.execute("DELETE FROM sqlite_sequence")
         self._seed()
-
-    def close(self) -> None:
-        """Close the connection."""
-        with self._lock:
-            self._conn.close()
 
     # -- accounts ---------------------------------------------------------
 

@@ -9,12 +9,11 @@ there), and products with their inventory per night or in stock.
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._sqlite import SQLiteTables
 from .rows import (
     SCHEMA,
     SEED_PRODUCTS,
@@ -29,7 +28,7 @@ from .rows import (
 __all__ = ["BookingTables"]
 
 
-class BookingTables:
+class BookingTables(SQLiteTables):
     """The connection, transactions, idempotency keys, products and inventory.
 
     Args:
@@ -41,31 +40,9 @@ class BookingTables:
     def __init__(
         self, path: str | Path | None = None, *, clock: Callable[[], float] | None = None
     ) -> None:
-        self.path = str(path) if path is not None else ":memory:"
+        super().__init__(path, SCHEMA)
         self.clock = clock or BookingClock().now
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.RLock()
-        with self._lock:
-            self._conn.executescript(SCHEMA)
         self._seed()
-
-    # -- plumbing ---------------------------------------------------------
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
-        with self._lock:
-            return list(self._conn.execute(sql, args).fetchall())
 
     def _seed(self) -> None:
         with self._tx() as c:
@@ -84,11 +61,6 @@ class BookingTables:
                 TABLES,
             )
         self._seed()
-
-    def close(self) -> None:
-        """Close the connection."""
-        with self._lock:
-            self._conn.close()
 
     # -- idempotency ------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,15 +281,9 @@ def _fast_factory(cls: type, name: str) -> Any:
     per effect, so this goes through the slot descriptors directly, one C
     call per field, with no loop.
     """
-    slots = cls.__slots__  # type: ignore[attr-defined]
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def {name}(r, c):", "    n = _new(_cls)"]
-    for i, slot in enumerate(slots):
-        env[f"_s{i}"] = getattr(cls, slot).__set__
-        lines.append(f"    _s{i}(n, c[{slot!r}] if {slot!r} in c else r.{slot})")
-    lines.append("    return n")
-    exec("\n".join(lines), env)  # generated from the class's own slots, nothing else
-    return env[name]
+    return _slot_setter(
+        cls, name, "r, c", lambda slot: f"c[{slot!r}] if {slot!r} in c else r.{slot}"
+    )
 
 
 def _fast_init(cls: type, name: str) -> Any:
@@ -297,12 +292,17 @@ def _fast_init(cls: type, name: str) -> Any:
     Every field is passed, in slot order; nothing is validated (for values
     the protocol itself built).
     """
-    slots = cls.__slots__  # type: ignore[attr-defined]
+    params = ", ".join(cls.__slots__)  # type: ignore[attr-defined]
+    return _slot_setter(cls, name, params, lambda slot: slot)
+
+
+def _slot_setter(cls: type, name: str, params: str, value_of: Callable[[str], str]) -> Any:
+    """``def name(params)`` that makes a ``cls`` and sets each slot to ``value_of(slot)``."""
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def {name}({', '.join(slots)}):", "    n = _new(_cls)"]
-    for i, slot in enumerate(slots):
+    lines = [f"def {name}({params}):", "    n = _new(_cls)"]
+    for i, slot in enumerate(cls.__slots__):  # type: ignore[attr-defined]
         env[f"_s{i}"] = getattr(cls, slot).__set__
-        lines.append(f"    _s{i}(n, {slot})")
+        lines.append(f"    _s{i}(n, {value_of(slot)})")
     lines.append("    return n")
     exec("\n".join(lines), env)  # generated from the class's own slots, nothing else
     return env[name]

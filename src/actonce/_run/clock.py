@@ -121,7 +121,10 @@ class SystemClock:
         self._anchor: tuple[float, float] | None = None  # (reference, monotonic)
 
     def now(self) -> float:
-        mono = time.monotonic()
+        return self._at(time.monotonic())
+
+    def _at(self, mono: float) -> float:
+        """Ledger time at the monotonic reading ``mono`` (fed to the step watch)."""
         anchor = self._anchor
         if anchor is None:
             base = time.time()
@@ -139,13 +142,7 @@ class SystemClock:
     def read(self) -> Tick:
         """``now()``, ``monotonic()`` and ``trusted()`` at once, on one monotonic reading."""
         mono = time.monotonic()
-        anchor = self._anchor
-        if anchor is None:
-            base = time.time()
-            self._watch.feed(base, mono)
-        else:
-            base = anchor[0] + (mono - anchor[1])
-        return Tick(base + self.offset, mono, self._watch.trusted(mono))
+        return Tick(self._at(mono), mono, self._watch.trusted(mono))
 
     @property
     def steps(self) -> int:

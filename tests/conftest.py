@@ -12,6 +12,18 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Under mutmut (docs/testing.md) every line is traced and thousands of mutants
+# are judged: generation is slow, and a verdict must not depend on the draw.
+settings.register_profile(
+    "mutmut",
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+if "MUTANT_UNDER_TEST" in os.environ:
+    settings.load_profile("mutmut")
 
 _BROWSER_DIRS = ("browser", "browser_ledger", "demo")
 _HERE = Path(__file__).resolve().parent

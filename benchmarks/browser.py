@@ -65,10 +65,10 @@ class Clock:
         self.calls = 0
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
             t = time.perf_counter()
             try:
-                return fn(*args)
+                return fn(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - t
                 self.calls += 1

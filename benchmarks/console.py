@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 _ms(client, f"/effects/{ref_of(rng.choice(open_keys))}", "Did create invoice")
             for _ in range(args.samples):
                 samples["queue"].append(_ms(client, "/", "What may have happened"))
-                samples["deep"].append(_ms(client, deep, "next page"))
+                samples["deep"].append(_ms(client, deep, "What may have happened"))
                 key = rng.choice(open_keys)
                 samples["effect"].append(_ms(client, f"/effects/{ref_of(key)}", "Did create"))
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,3 +168,11 @@ def test_no_page_shows_a_secret_canary(
 
 def html_unescape(text: str) -> str:
     return text.replace("&amp;", "&")
+
+
+def test_the_console_socket_is_tcp_so_small_pages_are_not_held_back(fresh: World) -> None:
+    # See tests/sandbox/test_app.py: without IPPROTO_TCP asyncio leaves Nagle
+    # on, and every small page waits for a delayed ACK (~40 ms).
+    with ConsoleServer(fresh.ledger, fresh.reviewers()) as srv:
+        assert srv._sock is not None
+        assert srv._sock.proto == socket.IPPROTO_TCP

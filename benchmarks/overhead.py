@@ -13,6 +13,11 @@ ratios are taken round by round and the median is reported:
   effect row + event, CAS to executing + event, CAS to confirmed + event,
   three ``BEGIN IMMEDIATE`` ... ``COMMIT`` transactions, only the executing
   mark fsynced (``synchronous=FULL``; the others ``NORMAL``), as actonce does;
+- ``store``: the same load and the same three writes through the public store
+  API (``SQLiteStore.get``, ``claim``, ``transition``; records and events
+  built by hand), without the protocol: the floor of what any protocol on
+  this store costs. ``ratio_store_vs_raw`` is the store's own cost,
+  ``ratio_vs_store`` (``actonce`` / ``store``) the protocol's;
 - ``raw_all_full``: the same three transactions, every one fsynced (what the
   protocol would cost if every write were synced; reported, not a goal);
 - ``actonce_otel``: ``actonce`` with OpenTelemetry on (``actonce.otel``; the
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -45,7 +51,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from actonce import Absent, Confirmed, Effect, Ledger, Policy, SQLiteStore, Verdict
+from actonce import (
+    Absent,
+    Confirmed,
+    Effect,
+    EffectRecord,
+    Event,
+    EventType,
+    Ledger,
+    Policy,
+    SQLiteStore,
+    Status,
+    Verdict,
+)
 
 Runner = Callable[[int, int], None]
 
@@ -217,6 +235,58 @@ class RawBench:
         self.conn.close()
 
 
+# --- the store API, no protocol ---------------------------------------------------------
+
+
+class StoreBench:
+    """actonce's SQL for one effect through the public store API, nothing else."""
+
+    def __init__(self, path: str) -> None:
+        self.store = SQLiteStore(path, create=True)
+        self.run_id = os.urandom(8).hex()
+        self.effects = 0
+
+    def run(self, round_: int, n: int) -> None:
+        for i in range(n):
+            self.one(round_, i)
+
+    def one(self, round_: int, i: int) -> None:
+        store, run_id, key = self.store, self.run_id, f"store-{round_}-{i}"
+        payload = json.dumps({"i": i, "round": round_}, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(payload.encode()).hexdigest()
+        assert store.get(key) is None
+        now = time.time()
+        claimed = EffectRecord(
+            key=key, kind="bench", status=Status.CLAIMED, fence=1, owner=run_id,
+            lease_expires_at=now + 60, payload=payload, payload_hash=digest, scope="{}",
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+        event = Event(key, EventType.CLAIMED, now, 1, run_id, None, Status.CLAIMED, "attempt 1")
+        assert store.claim(claimed, None, event).acquired
+        now = time.time()
+        changes: dict[str, Any] = {
+            "status": Status.EXECUTING, "updated_at": now, "executing_at": now,
+            "lease_expires_at": now + 60,
+        }  # fmt: skip
+        executing = dataclasses.replace(claimed, **changes)
+        event = Event(key, EventType.EXECUTING, now, 1, run_id, Status.CLAIMED, Status.EXECUTING)
+        expect = (Status.CLAIMED, 1)
+        assert store.transition(expect, executing, event, durable=True, fields=tuple(changes))
+        now = time.time()
+        changes = {"status": Status.CONFIRMED, "updated_at": now, "result_ref": "ref"}
+        confirmed = dataclasses.replace(executing, **changes)
+        event = Event(
+            key, EventType.CONFIRMED, now, 1, run_id, Status.EXECUTING, Status.CONFIRMED,
+            data={"r": "ref"},
+        )  # fmt: skip
+        expect = (Status.EXECUTING, 1)
+        assert store.transition(expect, confirmed, event, fields=tuple(changes))
+        self.effects += 1
+
+    def close(self) -> None:
+        self.store.close()
+
+
 # --- DBOS -------------------------------------------------------------------------------
 
 
@@ -282,6 +352,7 @@ def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
             os.path.join(folder, "actonce_nr.db"), Policy(verify_after_claim=False)
         ),
         "raw": RawBench(os.path.join(folder, "raw.db")),
+        "store": StoreBench(os.path.join(folder, "store.db")),
         "raw_all_full": RawBench(os.path.join(folder, "raw_full.db"), all_full=True),
     }
     if otel_available():
@@ -325,8 +396,12 @@ def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
         }
         for name, v in per_round_ms.items()
     }
+
     # Paired ratios, round by round: the noise of one round hits both variants.
-    ratios = [a / b for a, b in zip(per_round_ms["actonce"], per_round_ms["raw"], strict=True)]
+    def paired(a: str, b: str) -> list[float]:
+        return [x / y for x, y in zip(per_round_ms[a], per_round_ms[b], strict=True)]
+
+    ratios = paired("actonce", "raw")
     commits = benches["actonce"].commits / benches["actonce"].effects
     commits_nr = benches["actonce_no_reverify"].commits / benches["actonce_no_reverify"].effects
     raw_commits = benches["raw"].commits / benches["raw"].effects
@@ -343,6 +418,12 @@ def measure(rounds: int, per_round: int, folder: str) -> dict[str, Any]:
         "ratio_vs_raw": round(statistics.median(ratios), 4),
         "ratio_vs_raw_min": round(min(ratios), 4),
         "ratio_vs_raw_max": round(max(ratios), 4),
+        "ratio_no_reverify_vs_raw": round(
+            statistics.median(paired("actonce_no_reverify", "raw")), 4
+        ),
+        "store_ms_per_effect": round(out["store"]["ms_median"], 4),
+        "ratio_store_vs_raw": round(statistics.median(paired("store", "raw")), 4),
+        "ratio_vs_store": round(statistics.median(paired("actonce", "store")), 4),
         "commits_per_effect": commits,
         "commits_per_effect_no_reverify": commits_nr,
         "raw_commits_per_effect": raw_commits,

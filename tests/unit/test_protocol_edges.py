@@ -158,6 +158,33 @@ def test_an_owner_whose_lease_ends_as_the_perform_would_start_does_not_perform(
     assert stored.reason == result.reason
 
 
+def test_the_mark_renews_the_lease_a_slow_look_after_the_claim_used_up(
+    store: Store, clock: FrozenClock
+) -> None:
+    """The look between the claim and the mark takes 20 s: the mark carries its own time
+    and a full lease from it, so the perform starts with the whole lease ahead."""
+    world = World()
+    looks: list[int] = []
+    during: list[Any] = []
+
+    def slow_look() -> Any:
+        looks.append(1)
+        if len(looks) == 2:
+            clock.advance(20)
+        return world.verify("slow-look")
+
+    def perform() -> None:
+        during.append(store.get("edge:slow-look"))
+        world.made.append("slow-look")
+
+    claimed_at = clock.now()
+    effect = replace(edge(world, "slow-look", perform=perform), verify=slow_look)
+    assert ledger(store, clock, world).run(effect).outcome is Outcome.COMPLETED
+    [mark] = during
+    assert mark.executing_at == claimed_at + 20
+    assert mark.lease_expires_at == mark.executing_at + POLICY.lease_seconds
+
+
 def test_a_clean_perform_and_its_confirmation_store_no_error(
     store: Store, clock: FrozenClock
 ) -> None:

@@ -321,6 +321,8 @@ def test_a_claimed_record_and_a_record_found_first_start_clean(
     found = store.get("edge:first")
     assert found is not None and found.status is Status.CONFIRMED
     assert (found.executing_at, found.matches, found.gated) == (None, 1, False)
+    [event] = store.events("edge:first")
+    assert (event.type, event.fence) == (EventType.CONFIRMED, 1)
 
 
 def test_confirming_someone_elses_live_effect_leaves_its_lease(

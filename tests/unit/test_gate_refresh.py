@@ -22,6 +22,7 @@ import pytest
 from actonce import (
     Approvals,
     ApprovalStatus,
+    Budgets,
     EventType,
     Fact,
     Ledger,
@@ -293,3 +294,52 @@ def test_a_refresh_error_is_scrubbed_of_the_effects_secrets(world: World) -> Non
     ]
     assert note.message is not None and "the price service refused" in note.message
     assert canary not in result.reason and canary not in note.message
+
+
+# --- what a refused claim says, and where -----------------------------------------------------
+
+
+def test_a_claim_waiting_for_its_approval_needs_approval_and_refuses_nothing(
+    world: World,
+) -> None:
+    trip = world.intent()
+    req = world.request(trip)  # not answered yet
+    result = world.ledger.run(world.effect(trip, req.packet))
+    assert result.outcome is Outcome.NEEDS_APPROVAL
+    assert result.reason == f"waiting for ana to approve {req.packet.packet_id}"
+    key = world.key(trip).value
+    [refused] = [e for e in world.ledger.store.events(key) if e.type is EventType.CLAIM_REFUSED]
+    assert refused.data == {"waiting": True}
+    history = world.approval_events(req.packet.packet_id)
+    assert EventType.APPROVAL_REFUSED.value not in history  # waiting is not a refusal
+
+
+def test_a_claim_over_budget_is_refused_as_such(world: World) -> None:
+    world.ledger.budgets.define("rooms", 1)
+    trips = [world.intent(f"trip-{i}") for i in (1, 2)]
+    results = []
+    for trip in trips:
+        effect = replace(world.effect(trip, approved(world, trip.intent_id)[1]), refresh=None)
+        results.append(world.ledger.run(replace(effect, gate=Budgets.gate("rooms"))))
+    assert [r.outcome for r in results] == [Outcome.COMPLETED, Outcome.OVER_BUDGET]
+    assert results[1].reason is not None and "'rooms' is spent" in results[1].reason
+    key = world.key(trips[1]).value
+    [refused] = [e for e in world.ledger.store.events(key) if e.type is EventType.CLAIM_REFUSED]
+    assert refused.message == results[1].reason and refused.data == {"waiting": False}
+
+
+def test_a_refused_retry_reports_and_notes_the_failed_attempt(world: World) -> None:
+    trip, old = approved(world)
+    key = declined(world, trip, old)
+    world.clock.advance(1)
+    effect = replace(
+        world.effect(trip, old),
+        gate=Approvals.gate(old, amount="130"),
+        refresh=refresher(world, "session"),
+    )
+    result = world.ledger.run(effect)
+    assert result.outcome is Outcome.REFUSED
+    assert result.reason == "130 is above the approved 120 EUR"
+    assert (result.key, result.status, result.attempt) == (key, Status.FAILED, 1)
+    [refused] = [e for e in world.ledger.store.events(key) if e.type is EventType.CLAIM_REFUSED]
+    assert (refused.fence, refused.message) == (1, result.reason)

@@ -223,6 +223,18 @@ def test_the_perform_is_timed_to_the_millisecond(store: Store, clock: FrozenCloc
     assert event.data["perform"]["seconds"] == 1.235
 
 
+def test_a_perform_error_is_stored_cut_to_500_characters(store: Store, clock: FrozenClock) -> None:
+    world = World()
+
+    def perform() -> None:
+        raise RuntimeError("e" * 600)
+
+    ledger(store, clock, world).run(edge(world, "long-error", perform=perform))
+    [event] = [e for e in store.events("edge:long-error") if e.type is EventType.UNKNOWN]
+    error = event.data["perform"]["error"]
+    assert error.startswith("RuntimeError: eee") and len(error) == 500
+
+
 # --- the claim: a stale claim taken over; the precondition, once -------------------------------
 
 
@@ -262,6 +274,10 @@ def test_the_precondition_is_asked_once_per_run_even_when_the_claim_loses(
     assert result.outcome is Outcome.COMPLETED and result.attempt == 2
     assert asked == [1]
     assert world.made == ["raced"]
+    events = store.events("edge:raced")
+    [winner] = [e for e in events if e.type is EventType.CLAIMED and e.fence == 1]
+    [rejected] = [e for e in events if e.type is EventType.CLAIM_REJECTED]
+    assert (rejected.fence, rejected.message) == (1, f"held by {winner.run_id}")
 
 
 def _false() -> bool:

@@ -25,7 +25,9 @@ from actonce import (
     EventType,
     HardStop,
     Ledger,
+    NotPerformed,
     Outcome,
+    PayloadMismatch,
     Registry,
     Status,
     Store,
@@ -388,3 +390,88 @@ def test_reconcile_leaves_an_orphan_alone_when_the_time_moved_after_triage(
     assert other.status is Status.EXECUTING
     stored = store.get(other.key)
     assert stored is not None and stored.status is Status.EXECUTING
+
+
+# --- races the loop must end: a record that keeps changing; reconcile never claims ----------
+
+
+def test_a_run_whose_every_claim_loses_gives_up_without_performing(
+    store: Store, clock: FrozenClock
+) -> None:
+    """Each look at the world lets another worker claim the key and decline (failed,
+    re-claimable): every claim of this run loses to a newer attempt. The run gives up
+    after a bounded number of steps instead of chasing the record forever."""
+    world = World()
+    others: list[Any] = []
+
+    def decline() -> None:
+        raise NotPerformed("form closed")
+
+    def look() -> Any:
+        others.append(ledger(store, clock, world).run(edge(world, "churn", perform=decline)))
+        return Absent()
+
+    result = ledger(store, clock, world).run(replace(edge(world, "churn"), verify=look))
+    assert result.outcome is Outcome.DEFERRED and not result.performed
+    assert result.reason == "the record kept changing; try again"
+    stored = store.get("edge:churn")
+    assert stored is not None and stored.status is Status.FAILED
+    assert (result.key, result.status, result.attempt) == ("edge:churn", Status.FAILED, len(others))
+    assert world.made == []
+
+
+def test_reconcile_that_loses_its_release_to_a_declined_retry_never_claims(
+    store: Store, clock: FrozenClock
+) -> None:
+    """While reconcile verifies a stale claim, a worker retries the effect, takes the
+    claim over and declines (failed, re-claimable). Reconcile's release loses; it finds
+    a key anyone may claim, and leaves it: reconcile never claims, never performs."""
+    world = World()
+    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
+        ledger(store, clock, world).run(edge(world, "race"))
+    clock.advance(POLICY.lease_seconds + 1)
+    retries: list[Any] = []
+
+    def decline() -> None:
+        raise NotPerformed("form closed")
+
+    def verify(record: Any) -> Any:
+        if not retries:
+            retries.append(ledger(store, clock, world).run(edge(world, "race", perform=decline)))
+        return Absent()
+
+    reg = Registry()
+    reg.register("edge", verify, policy=POLICY)
+    [result] = Ledger(store, clock=clock, registry=reg).reconcile().results
+    assert retries[0].outcome is Outcome.FAILED and retries[0].attempt == 2
+    assert result.outcome is Outcome.FAILED and not result.performed
+    assert result.reason == "released: nothing was performed"
+    assert (result.status, result.attempt) == (Status.FAILED, 2)
+    assert world.made == []
+    stored = store.get("edge:race")
+    assert stored is not None and (stored.status, stored.fence) == (Status.FAILED, 2)
+
+
+# --- what a run notes without a record, and on a record of another payload --------------------
+
+
+def test_a_note_without_a_record_is_under_attempt_0(store: Store, clock: FrozenClock) -> None:
+    world = World()
+    world.stop = "login wall is visible"
+    ledger(store, clock, world).run(edge(world, "no-record"))
+    [note] = store.events("edge:no-record")
+    assert (note.type, note.fence) == (EventType.HARD_STOP, 0)
+
+
+def test_a_payload_mismatch_is_noted_on_the_record_it_was_refused_by(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    lg.run(edge(world, "mine"))
+    other = replace(edge(world, "mine"), payload={"ref": "mine", "extra": 1})
+    with pytest.raises(PayloadMismatch) as raised:
+        lg.run(other)
+    [note] = [e for e in store.events("edge:mine") if e.type is EventType.PAYLOAD_MISMATCH]
+    assert note.fence == 1
+    assert note.message == f"refused payload {raised.value.given_hash}"

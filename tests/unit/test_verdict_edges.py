@@ -355,9 +355,34 @@ def test_confirming_someone_elses_live_effect_leaves_its_lease(
             (lease.lease_expires_at, ledger(store, clock, world).run(edge(world, "theirs")))
         )
 
-    ledger(store, clock, world).run(edge(world, "theirs", perform=perform))
+    owner = ledger(store, clock, world).run(edge(world, "theirs", perform=perform))
+    # The owner finds the confirmation recorded by the other run: it still performed.
+    assert owner.outcome is Outcome.COMPLETED and owner.performed
     [(lease, result)] = other
     assert result.outcome is Outcome.SKIPPED and result.status is Status.CONFIRMED
     assert lease > clock.now()  # the owner's lease was live when the other run confirmed
     stored = store.get("edge:theirs")
     assert stored is not None and stored.lease_expires_at == lease
+
+
+def test_an_owner_whose_claim_went_stale_before_its_mark_claims_again(
+    store: Store, clock: FrozenClock
+) -> None:
+    """The look between the claim and the mark outlasts the lease; reconcile releases
+    the stale claim meanwhile. The owner's mark loses: it looks again, claims anew
+    (attempt 2) and performs once."""
+    world = World()
+    looks: list[int] = []
+
+    def slow_look() -> Any:
+        looks.append(1)
+        if len(looks) == 2:
+            clock.advance(POLICY.lease_seconds + 1)
+            [released] = ledger(store, clock, world).reconcile().results
+            assert released.status is Status.FAILED
+        return world.verify("stale-mark")
+
+    effect = replace(edge(world, "stale-mark"), verify=slow_look)
+    result = ledger(store, clock, world).run(effect)
+    assert result.outcome is Outcome.COMPLETED and result.attempt == 2
+    assert world.made == ["stale-mark"]

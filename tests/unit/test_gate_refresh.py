@@ -12,7 +12,7 @@ frozen clock, the approvals world of ``tests/approvals`` (public API only).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -25,28 +25,18 @@ from actonce import (
     Budgets,
     EventType,
     Fact,
-    Ledger,
-    MemoryStore,
     NotPerformed,
     Outcome,
     Packet,
     Policy,
     Status,
 )
-from actonce.testing import FakeProvider, FrozenClock
-from approvals.conftest import KEYS, World
+from approvals.conftest import World, mem_world  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
-def world() -> Iterator[World]:
-    clock = FrozenClock()
-    provider = FakeProvider(clock=clock)
-    ledger = Ledger(MemoryStore(), clock=clock, signing_keys=KEYS)
-    try:
-        yield World(ledger, clock, provider, "memory")
-    finally:
-        ledger.close()
-        provider.close()
+def world(mem_world: World) -> World:  # noqa: F811 (the approvals world, memory store)
+    return mem_world
 
 
 def approved(world: World, intent_id: str = "trip", **request: Any) -> tuple[Any, Packet]:

@@ -36,6 +36,14 @@ from actonce.testing import FrozenClock, SimulatedCrash, crash_at, observing
 
 from .test_rule_edges import POLICY, World, edge, ledger
 
+
+def stale_claim(store: Store, clock: FrozenClock, world: World, ref: str) -> None:
+    """A worker claims ``ref`` and dies right after; its lease then runs out."""
+    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
+        ledger(store, clock, world).run(edge(world, ref))
+    clock.advance(POLICY.lease_seconds + 1)
+
+
 # --- the crash points each path passes, in order -----------------------------------------------
 
 CLAIM = ["before_claim", "after_claim"]
@@ -318,20 +326,6 @@ def test_an_unavailable_look_at_someone_elses_record_is_noted_under_its_attempt(
     assert (note.fence, note.message) == (1, "HTTP 503")
 
 
-def test_a_hard_stop_on_someone_elses_stale_claim_is_noted_under_its_attempt(
-    store: Store, clock: FrozenClock
-) -> None:
-    world = World()
-    lg = ledger(store, clock, world)
-    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
-        lg.run(edge(world, "stale"))
-    clock.advance(POLICY.lease_seconds + 1)
-    world.stop = "restricted account"
-    assert lg.run(edge(world, "stale")).outcome is Outcome.HARD_STOP
-    [note] = [e for e in store.events("edge:stale") if e.type is EventType.HARD_STOP]
-    assert (note.fence, note.at) == (1, clock.now())
-
-
 # --- a stepped ledger clock -------------------------------------------------------------------
 
 
@@ -427,9 +421,7 @@ def test_reconcile_that_loses_its_release_to_a_declined_retry_never_claims(
     claim over and declines (failed, re-claimable). Reconcile's release loses; it finds
     a key anyone may claim, and leaves it: reconcile never claims, never performs."""
     world = World()
-    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
-        ledger(store, clock, world).run(edge(world, "race"))
-    clock.advance(POLICY.lease_seconds + 1)
+    stale_claim(store, clock, world, "race")
     retries: list[Any] = []
 
     def decline() -> None:

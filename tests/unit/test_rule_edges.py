@@ -206,6 +206,7 @@ def test_a_hard_stop_on_someone_elses_record_is_only_noted(
     assert result.outcome is Outcome.HARD_STOP and result.status is Status.CLAIMED
     [note] = [e for e in store.events("edge:theirs") if e.type is EventType.HARD_STOP]
     assert note.message == "seen by verification: restricted account"
+    assert (note.fence, note.at) == (1, clock.now())  # noted under their attempt
     stored = store.get("edge:theirs")
     assert stored is not None and stored.status is Status.CLAIMED and stored.fence == 1
 

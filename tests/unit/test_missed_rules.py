@@ -8,6 +8,7 @@ frozen clock: nothing here waits.
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,74 @@ def test_an_owner_overtaken_by_a_second_attempt_that_confirmed_raises_the_alarm(
     assert alarm.message == result.reason
     assert alarm.data["alarm"] == {"attempt": 1, "current_attempt": 2}
     assert "seconds" in alarm.data["perform"]
+
+
+# --- the heartbeat that finds the row overtaken: the owner reloads it, never forgets it ------
+
+#: A lease short enough that the owner's heartbeat (a third of it, in real time) beats
+#: while the perform waits for it; ledger time stays frozen unless the test moves it.
+BEATING = Policy(
+    lease_seconds=0.3, settle_seconds=0.1, absence_authoritative=True, verify_attempts=1
+)
+
+
+class Watched(SQLiteStore):
+    """A SQLite store that says when a lease extension found the row no longer the owner's."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, create=True)
+        self.refused = threading.Event()
+
+    def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
+        ok = super().extend(key, expect, lease_expires_at)
+        if not ok:
+            self.refused.set()
+        return ok
+
+
+def test_an_owner_whose_heartbeat_finds_its_row_failed_raises_the_alarm(
+    driver: str, tmp_path: Path, clock: FrozenClock
+) -> None:
+    """Reconcile fails the effect mid-perform; the owner's heartbeat then finds the row
+    changed (``overtaken``). The perform's request is not yet visible. The owner must look
+    the record up again and raise the alarm (``needs_review``): a run that forgot the
+    record would see a new key, be refused a second claim and report failed, "replan"."""
+    world = World()
+    ref = "beaten"
+    store = Watched(str(tmp_path / "ledger.db"))
+    reg = Registry()
+    reg.register("missed", world.record_verifier, policy=BEATING)
+    reports: list[Any] = []
+
+    def fail_it_meanwhile() -> None:
+        clock.advance(BEATING.lease_seconds + BEATING.settle_seconds + 1)
+        reports.append(Ledger(store, clock=clock, registry=reg).reconcile())  # absent: failed
+        # The request is in flight: the next beat of the owner's heartbeat finds the row
+        # failed. Wait for that beat (a real-time thread or task), not for a time.
+        assert store.refused.wait(timeout=30), "the heartbeat never beat"
+
+    async def afail_it_meanwhile() -> None:
+        await asyncio.to_thread(fail_it_meanwhile)
+
+    the_effect = Effect(
+        key=f"missed:{ref}",
+        kind="missed",
+        payload={"ref": ref},
+        perform=fail_it_meanwhile if driver == "sync" else afail_it_meanwhile,
+        verify=lambda: world.verify(ref),
+        policy=BEATING,
+    )
+    try:
+        result = run(driver, store, clock, the_effect, reg)
+        [report] = reports
+        assert [r.status for r in report.results] == [Status.FAILED]
+        assert result.performed
+        assert result.outcome is Outcome.NEEDS_REVIEW, result
+        assert "replan" not in (result.reason or "")
+        record = store.get(f"missed:{ref}")
+        assert record is not None and record.status is Status.NEEDS_REVIEW
+        [alarm] = [e for e in store.events(f"missed:{ref}") if "alarm" in (e.data or {})]
+        assert alarm.type is EventType.NEEDS_REVIEW and alarm.data["alarm"]["attempt"] == 1
+        assert alarm.data["perform"]["overtaken"] is True  # the heartbeat saw it, not a CAS
+    finally:
+        store.close()

@@ -265,11 +265,6 @@ def test_the_alarm_of_an_overtaken_owner_says_why_and_what_it_did(
     assert details["page"] == "booked" and secret not in details["echo"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the run returns the alarm's reason as of after its own move (the effect was "
-    "needs_review), not what the owner found (failed), which is what the record stores",
-)
 def test_the_alarm_returns_the_reason_it_stores(store: Store, clock: FrozenClock) -> None:
     world = World()
 

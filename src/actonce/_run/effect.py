@@ -109,19 +109,21 @@ def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: boo
             if result is not None:
                 return result
             continue
+        if act is _DEFER:
+            return (yield from defer(plan, st, sit))
+        if act is not _RECORD_CONFIRMED and act not in _MOVES:
+            return finish(st, act, sit, held_reason(st, act))  # FINISHED, HOLD: nothing to write
+        # What the run returns is what its move stores: asked before the move,
+        # which changes the record an alarm's reason names.
+        reason = None if act is _RECORD_CONFIRMED else reason_of(plan, act, st)
         if act is _RECORD_CONFIRMED:
             moved = yield from record_confirmed(plan, st)
         elif act is _ALARM:
             moved = yield from raise_alarm(plan, st)
-        elif act in _MOVES:
+        else:
             moved = yield from apply_move(plan, st, act)
-        elif act is _DEFER:
-            return (yield from defer(plan, st, sit))
-        else:  # FINISHED, HOLD: nothing to write
-            return finish(st, act, sit, held_reason(st, act))
         if moved:
             outcome = st.end(act, sit)
             if outcome is not None:
-                reason = None if act is _RECORD_CONFIRMED else reason_of(plan, act, st)
                 return result_of(outcome, st.record, reason, st)
     return result_of(Outcome.DEFERRED, st.record, "the record kept changing; try again", st)

@@ -283,12 +283,51 @@ class Watched(SQLiteStore):
     def __init__(self, path: str) -> None:
         super().__init__(path, create=True)
         self.refused = threading.Event()
+        self.extended = threading.Event()
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         ok = super().extend(key, expect, lease_expires_at)
-        if not ok:
-            self.refused.set()
+        (self.extended if ok else self.refused).set()
         return ok
+
+
+def test_the_owner_extends_its_own_lease_while_it_performs(
+    driver: str, tmp_path: Path, clock: FrozenClock
+) -> None:
+    """Half a lease into the perform, the heartbeat moves the owner's lease to a full
+    lease from now: on its own row (key, attempt), by the policy's lease."""
+    world = World()
+    ref = "beating"
+    store = Watched(str(tmp_path / "ledger.db"))
+    reg = registry(world)
+    leases: list[float] = []
+
+    def half_a_lease() -> None:
+        clock.advance(BEATING.lease_seconds / 2)
+        assert store.extended.wait(timeout=30), "the heartbeat never extended the lease"
+        record = store.get(f"missed:{ref}")
+        assert record is not None and record.status is Status.EXECUTING
+        leases.append(record.lease_expires_at - clock.now())
+        world.made.append(ref)
+
+    async def ahalf_a_lease() -> None:
+        await asyncio.to_thread(half_a_lease)
+
+    the_effect = Effect(
+        key=f"missed:{ref}",
+        kind="missed",
+        payload={"ref": ref},
+        perform=half_a_lease if driver == "sync" else ahalf_a_lease,
+        verify=lambda: world.verify(ref),
+        policy=BEATING,
+    )
+    try:
+        result = run(driver, store, clock, the_effect, reg)
+        assert result.outcome is Outcome.COMPLETED and result.performed, result
+        assert leases == [pytest.approx(BEATING.lease_seconds)]
+        assert not store.refused.is_set()
+    finally:
+        store.close()
 
 
 def test_an_owner_whose_heartbeat_finds_its_row_failed_raises_the_alarm(

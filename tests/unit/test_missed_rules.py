@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -291,6 +292,22 @@ class Watched(SQLiteStore):
         return ok
 
 
+def beating(world: World, ref: str, driver: str, perform: Callable[[], None]) -> Effect:
+    """The effect ``ref`` under ``BEATING``, its ``perform`` sync or async (in a thread)."""
+
+    async def aperform() -> None:
+        await asyncio.to_thread(perform)
+
+    return Effect(
+        key=f"missed:{ref}",
+        kind="missed",
+        payload={"ref": ref},
+        perform=perform if driver == "sync" else aperform,
+        verify=lambda: world.verify(ref),
+        policy=BEATING,
+    )
+
+
 def test_the_owner_extends_its_own_lease_while_it_performs(
     driver: str, tmp_path: Path, clock: FrozenClock
 ) -> None:
@@ -310,19 +327,8 @@ def test_the_owner_extends_its_own_lease_while_it_performs(
         leases.append(record.lease_expires_at - clock.now())
         world.made.append(ref)
 
-    async def ahalf_a_lease() -> None:
-        await asyncio.to_thread(half_a_lease)
-
-    the_effect = Effect(
-        key=f"missed:{ref}",
-        kind="missed",
-        payload={"ref": ref},
-        perform=half_a_lease if driver == "sync" else ahalf_a_lease,
-        verify=lambda: world.verify(ref),
-        policy=BEATING,
-    )
     try:
-        result = run(driver, store, clock, the_effect, reg)
+        result = run(driver, store, clock, beating(world, ref, driver, half_a_lease), reg)
         assert result.outcome is Outcome.COMPLETED and result.performed, result
         assert leases == [pytest.approx(BEATING.lease_seconds)]
         assert not store.refused.is_set()
@@ -351,19 +357,8 @@ def test_an_owner_whose_heartbeat_finds_its_row_failed_raises_the_alarm(
         # failed. Wait for that beat (a real-time thread or task), not for a time.
         assert store.refused.wait(timeout=30), "the heartbeat never beat"
 
-    async def afail_it_meanwhile() -> None:
-        await asyncio.to_thread(fail_it_meanwhile)
-
-    the_effect = Effect(
-        key=f"missed:{ref}",
-        kind="missed",
-        payload={"ref": ref},
-        perform=fail_it_meanwhile if driver == "sync" else afail_it_meanwhile,
-        verify=lambda: world.verify(ref),
-        policy=BEATING,
-    )
     try:
-        result = run(driver, store, clock, the_effect, reg)
+        result = run(driver, store, clock, beating(world, ref, driver, fail_it_meanwhile), reg)
         [report] = reports
         assert [r.status for r in report.results] == [Status.FAILED]
         assert result.performed

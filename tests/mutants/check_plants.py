@@ -11,7 +11,8 @@ Usage (from the repository root)::
     python tests/mutants/check_plants.py --diff       # print every plant as a patch
 
 A plant is *caught* when its tests fail and their output shows its
-``expect`` line (the right reason); anything else is *survived*. The exit
+``expect`` line (the right reason); *not judged* when every test it ran was
+skipped (no PostgreSQL, no Chromium); anything else is *survived*. The exit
 status is 1 when a plant survived (or a baseline failed). PostgreSQL
 plants need ``ACTONCE_TEST_POSTGRES_DSN``, browser plants Chromium.
 """
@@ -63,6 +64,10 @@ def check(plant: Plant, root: Path, tests: list[str] | None, baseline: bool) -> 
         plant.apply(tree)
         code, out = run_tests(tree, selection)
     if code == 0:
+        if _nothing_ran(out):
+            # A PostgreSQL or browser plant without its backend: skipped tests
+            # judge nothing, and "survived" would send someone after a bug.
+            return "not judged", f"its tests were skipped: {_tail(out)}"
         return "survived", "tests passed"
     if code == 1 and (tests is not None or plant.expect in out):
         return "caught", _failure(out, plant.expect)
@@ -76,6 +81,14 @@ def _failure(out: str, expect: str) -> str:
             return ln[:300]
     hit = [ln for ln in lines if expect in ln]
     return (hit[0] if hit else lines[-1])[:300]
+
+
+def _nothing_ran(out: str) -> bool:
+    """Whether pytest's summary line reports skipped tests and none that ran."""
+    summary = next((ln for ln in reversed(out.splitlines()) if " in " in ln and "s" in ln), "")
+    return "skipped" in summary and not any(
+        word in summary for word in ("passed", "failed", "error", "xfail", "xpass")
+    )
 
 
 def _tail(out: str) -> str:
@@ -102,13 +115,19 @@ def main(argv: list[str] | None = None) -> int:
         for p in chosen:
             print(f"# {p.name}: {p.bug}\n{p.diff(args.root)}")
         return 0
-    bad = 0
+    bad = unjudged = 0
     for p in chosen:
         started = time.monotonic()
         verdict, detail = check(p, args.root.resolve(), args.against, args.baseline)
         bad += verdict != "caught"
-        print(f"{verdict:>9}  {p.name}  ({time.monotonic() - started:.0f}s)  {detail}", flush=True)
-    print(f"{len(chosen) - bad} of {len(chosen)} plants caught")
+        unjudged += verdict == "not judged"
+        print(f"{verdict:>10}  {p.name}  ({time.monotonic() - started:.0f}s)  {detail}", flush=True)
+    print(f"{len(chosen) - bad} of {len(chosen)} plants caught", end="")
+    print(
+        f"; {unjudged} not judged (set ACTONCE_TEST_POSTGRES_DSN, install Chromium)"
+        if unjudged
+        else ""
+    )
     return 1 if bad else 0
 
 

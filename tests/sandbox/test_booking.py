@@ -342,6 +342,19 @@ def test_void_and_refund(base: str, api: Api) -> None:
     assert (totals["voids"], totals["refunds"], totals["captured_amount"]) == (1, 1, 0)
 
 
+def test_ending_a_payment_the_wrong_way_names_the_right_one(base: str, api: Api) -> None:
+    alice = api("alice")
+    h = hold(alice, "umbrella", date="")
+    p = pay(alice, h)
+    refund = alice.post(f"/api/book/payments/{p['id']}/refund")
+    assert refund.status_code == 409
+    assert refund.json()["message"] == "the payment is authorized: void it instead"
+    book(alice, h, p)
+    void = alice.post(f"/api/book/payments/{p['id']}/void")
+    assert void.status_code == 409
+    assert void.json()["message"] == "the payment is captured: refund it instead"
+
+
 def test_api_needs_auth_and_shows_only_your_own(base: str, api: Api, alice: httpx.Client) -> None:
     h = hold(api("alice"))
     assert httpx.post(base + "/api/book/holds", json={"sku": "umbrella"}).status_code == 401

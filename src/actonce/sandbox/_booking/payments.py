@@ -98,20 +98,11 @@ class PaymentDesk(HoldDesk):
         one must be refunded instead.
         """
         with self._tx() as c:
-            payment = self._user_payment(c, user, payment_id)
-            if payment.status == "voided":
-                return Created(payment_id, created=False)
-            if payment.status != "authorized":
-                raise Refused(
-                    "not_voidable",
-                    f"the payment is {payment.status}"
-                    + (": refund it instead" if payment.status == "captured" else ""),
-                    409,
-                    payment_id=payment_id,
-                    payment_status=payment.status,
-                )
-            self._end_payment(c, payment, "voided", "void")
-        return Created(payment_id)
+            ended = self._end_payment(
+                c, user, payment_id, needs="authorized", becomes="voided", kind="void",
+                code="not_voidable", instead=("captured", "refund"),
+            )  # fmt: skip
+        return Created(payment_id, created=ended)
 
     def refund(self, user: str, payment_id: int) -> Created:
         """Refund a captured payment; its booking is cancelled (inventory freed).
@@ -120,31 +111,55 @@ class PaymentDesk(HoldDesk):
         uncaptured one must be voided instead.
         """
         with self._tx() as c:
-            payment = self._user_payment(c, user, payment_id)
-            if payment.status == "refunded":
-                return Created(payment_id, created=False)
-            if payment.status != "captured":
-                raise Refused(
-                    "not_refundable",
-                    f"the payment is {payment.status}"
-                    + (": void it instead" if payment.status == "authorized" else ""),
-                    409,
-                    payment_id=payment_id,
-                    payment_status=payment.status,
+            ended = self._end_payment(
+                c, user, payment_id, needs="captured", becomes="refunded", kind="refund",
+                code="not_refundable", instead=("authorized", "void"),
+            )  # fmt: skip
+            if ended:
+                c.execute(
+                    "UPDATE bk_bookings SET status = 'cancelled' WHERE payment_id = ?",
+                    (payment_id,),
                 )
-            self._end_payment(c, payment, "refunded", "refund")
-            c.execute(
-                "UPDATE bk_bookings SET status = 'cancelled' WHERE payment_id = ?", (payment_id,)
-            )
-        return Created(payment_id)
+        return Created(payment_id, created=ended)
 
-    def _end_payment(self, c: sqlite3.Connection, payment: Payment, status: str, kind: str) -> None:
+    def _end_payment(
+        self,
+        c: sqlite3.Connection,
+        user: str,
+        payment_id: int,
+        *,
+        needs: str,
+        becomes: str,
+        kind: str,
+        code: str,
+        instead: tuple[str, str],
+    ) -> bool:
+        """Move the user's payment from ``needs`` to ``becomes``, recorded as ``kind``.
+
+        False when it already is ``becomes`` (nothing changes). Any other
+        status is refused with ``code``, naming the other verb when the
+        payment is in ``instead``'s status (a captured one is refunded, an
+        authorized one voided).
+        """
+        payment = self._user_payment(c, user, payment_id)
+        if payment.status == becomes:
+            return False
+        if payment.status != needs:
+            hint = f": {instead[1]} it instead" if payment.status == instead[0] else ""
+            raise Refused(
+                code,
+                f"the payment is {payment.status}{hint}",
+                409,
+                payment_id=payment_id,
+                payment_status=payment.status,
+            )
         now = self.clock()
         c.execute(
             "UPDATE bk_payments SET status = ?, updated_at = ? WHERE id = ?",
-            (status, now, payment.id),
+            (becomes, now, payment.id),
         )
         c.execute(
             "INSERT INTO bk_voids (payment_id, kind, amount, at) VALUES (?, ?, ?, ?)",
             (payment.id, kind, payment.amount, now),
         )
+        return True

@@ -18,8 +18,8 @@ import json
 import os
 import signal
 import subprocess
-import time
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path

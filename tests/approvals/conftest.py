@@ -77,6 +77,13 @@ class World:
         kw.setdefault("facts", [Fact("price", self.facts["price"], self.clock.now())])
         return self.ledger.approvals.request(intent, "book", self.key(intent), amount=amount, **kw)
 
+    def approved(self, intent_id: str = "trip", **request: Any) -> tuple[Intent, Packet]:
+        """An intent and its approval packet, approved by ana."""
+        trip = self.intent(intent_id)
+        req = self.request(trip, **request)
+        self.ledger.approvals.answer(req.packet.packet_id, "approve", by="ana")
+        return trip, self.ledger.approvals.get(req.packet.packet_id)
+
     def refresher(self) -> Callable[[], list[Fact]]:
         def refresh() -> list[Fact]:
             now = self.clock.now()

@@ -39,13 +39,6 @@ def world(mem_world: World) -> World:  # noqa: F811 (the approvals world, memory
     return mem_world
 
 
-def approved(world: World, intent_id: str = "trip", **request: Any) -> tuple[Any, Packet]:
-    trip = world.intent(intent_id)
-    req = world.request(trip, **request)
-    world.ledger.approvals.answer(req.packet.packet_id, "approve", by="ana")
-    return trip, world.ledger.approvals.get(req.packet.packet_id)
-
-
 def refresher(world: World, *names: str, **values: Any) -> Callable[[], list[Fact]]:
     """A refresher that reports only ``names`` of the world's facts, ``values`` overriding."""
 
@@ -69,7 +62,7 @@ def refreshed_packet(world: World, old: Packet) -> Packet:
 def test_the_claim_is_checked_against_the_refreshed_price_not_the_gates(world: World) -> None:
     """A gate that names 130 on an approval of at most 120: the refreshed price (115) is
     what the commit costs, so the claim goes on; the gate's own amount would be refused."""
-    trip, old = approved(world)
+    trip, old = world.approved()
     world.facts["price"] = "115"
     effect = world.effect(trip, old)
     effect = replace(effect, gate=Approvals.gate(old, amount="130"))
@@ -81,7 +74,7 @@ def test_the_claim_is_checked_against_the_refreshed_price_not_the_gates(world: W
 def test_a_refresh_without_a_price_keeps_the_gates_amount(world: World) -> None:
     """Refreshed facts that name no price leave the gate's amount in force: 130 on an
     approval of at most 120 is refused by the claim, and nothing is committed."""
-    trip, old = approved(world)
+    trip, old = world.approved()
     effect = replace(
         world.effect(trip, old),
         gate=Approvals.gate(old, amount="130"),
@@ -97,7 +90,7 @@ def test_a_refresh_without_a_price_keeps_the_gates_amount(world: World) -> None:
 def test_the_claim_relies_on_the_refreshed_facts_not_the_approved_ones(world: World) -> None:
     """The price the user approved on went stale (its 300 s window passed): the claim
     checks the observation the refresh just made, and goes on."""
-    trip, old = approved(world)
+    trip, old = world.approved()
     world.clock.advance(400)
     result = world.ledger.run(world.effect(trip, old))
     assert result.outcome is Outcome.COMPLETED
@@ -105,7 +98,7 @@ def test_the_claim_relies_on_the_refreshed_facts_not_the_approved_ones(world: Wo
 
 
 def test_a_refresher_that_answers_is_asked_once(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     calls: list[float] = []
     good = world.refresher()
 
@@ -123,7 +116,7 @@ def test_a_refresher_that_answers_is_asked_once(world: World) -> None:
 
 
 def test_a_price_in_another_currency_is_not_comparable(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     effect = replace(
         world.effect(trip, old),
         refresh=refresher(world, "session", price={"amount": "100", "currency": "USD"}),
@@ -137,7 +130,7 @@ def test_a_price_in_another_currency_is_not_comparable(world: World) -> None:
 
 def test_a_refreshed_packet_keeps_terms_lifetime_and_reason(world: World) -> None:
     terms = "free cancellation until 20 December"
-    trip, old = approved(world, terms=terms, ttl=1.5)
+    trip, old = world.approved(terms=terms, ttl=1.5)
     world.facts["price"] = "130"
     result = world.ledger.run(world.effect(trip, old))
     assert result.outcome is Outcome.NEEDS_APPROVAL
@@ -154,7 +147,7 @@ def test_a_refreshed_packet_keeps_terms_lifetime_and_reason(world: World) -> Non
 
 
 def test_a_boundary_left_without_a_price_keeps_the_approved_ceiling(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     effect = replace(
         world.effect(trip, old), refresh=refresher(world, "session", availability=False)
     )
@@ -171,7 +164,7 @@ def test_a_packet_that_changes_while_the_refresher_runs_is_left_to_the_user(
 ) -> None:
     """The intent gets a new version while the price is being read: the packet is voided
     meanwhile, so the refresh replaces nothing and the run says to look again."""
-    trip, old = approved(world)
+    trip, old = world.approved()
     world.facts["price"] = "130"
     read = world.refresher()
 
@@ -248,7 +241,7 @@ def test_a_refresh_that_stops_a_retry_reports_the_failed_attempt(
 ) -> None:
     """The retry of a declined attempt stops at its refresh: the result names the effect's
     record as it stands (the failed attempt 1), and the refresh is noted on it."""
-    trip, old = approved(world)
+    trip, old = world.approved()
     key = declined(world, trip, old)
     world.clock.advance(1)
     result_at = world.clock.now()
@@ -266,7 +259,7 @@ def test_a_refresh_that_stops_a_retry_reports_the_failed_attempt(
 def test_a_refresh_error_is_scrubbed_of_the_effects_secrets(world: World) -> None:
     """A refresher's error that echoes a secret of the payload (invariant 8): the reason
     returned and the note stored carry the redaction, never the value."""
-    trip, old = approved(world)
+    trip, old = world.approved()
     canary = "tok-canary-5150"
 
     def down() -> list[Fact]:
@@ -309,7 +302,7 @@ def test_a_claim_over_budget_is_refused_as_such(world: World) -> None:
     trips = [world.intent(f"trip-{i}") for i in (1, 2)]
     results = []
     for trip in trips:
-        effect = replace(world.effect(trip, approved(world, trip.intent_id)[1]), refresh=None)
+        effect = replace(world.effect(trip, world.approved(trip.intent_id)[1]), refresh=None)
         results.append(world.ledger.run(replace(effect, gate=Budgets.gate("rooms"))))
     assert [r.outcome for r in results] == [Outcome.COMPLETED, Outcome.OVER_BUDGET]
     assert results[1].reason is not None and "'rooms' is spent" in results[1].reason
@@ -319,7 +312,7 @@ def test_a_claim_over_budget_is_refused_as_such(world: World) -> None:
 
 
 def test_a_refused_retry_reports_and_notes_the_failed_attempt(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     key = declined(world, trip, old)
     world.clock.advance(1)
     effect = replace(

@@ -8,35 +8,19 @@ refresher. Memory store, frozen clock, the approvals world of
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from actonce import ApprovalStatus, EventType, Fact, Ledger, MemoryStore, Outcome, Policy
-from actonce.testing import FakeProvider, FrozenClock
-from approvals.conftest import KEYS, World
+from actonce import ApprovalStatus, EventType, Fact, Outcome, Policy
+from approvals.conftest import World, mem_world  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
-def world() -> Iterator[World]:
-    clock = FrozenClock()
-    provider = FakeProvider(clock=clock)
-    ledger = Ledger(MemoryStore(), clock=clock, signing_keys=KEYS)
-    try:
-        yield World(ledger, clock, provider, "memory")
-    finally:
-        ledger.close()
-        provider.close()
-
-
-def approved(world: World) -> tuple[Any, Any]:
-    trip = world.intent()
-    req = world.request(trip)
-    world.ledger.approvals.answer(req.packet.packet_id, "approve", by="ana")
-    return trip, world.ledger.approvals.get(req.packet.packet_id)
+def world(mem_world: World) -> World:  # noqa: F811 (the approvals world, memory store)
+    return mem_world
 
 
 def refreshed_notes(world: World, key: str) -> list[Any]:
@@ -44,7 +28,7 @@ def refreshed_notes(world: World, key: str) -> list[Any]:
 
 
 def test_a_price_above_the_ceiling_issues_a_refreshed_packet(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     world.facts["price"] = "130"  # above the approved ceiling of 120
     world.clock.advance(7)
     result = world.ledger.run(world.effect(trip, old))
@@ -82,7 +66,7 @@ def test_a_price_above_the_ceiling_issues_a_refreshed_packet(world: World) -> No
 
 
 def test_a_price_within_the_ceiling_commits_at_the_refreshed_amount(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     world.facts["price"] = "115"
     result = world.ledger.run(world.effect(trip, old))
     assert result.outcome is Outcome.COMPLETED
@@ -93,7 +77,7 @@ def test_a_price_within_the_ceiling_commits_at_the_refreshed_amount(world: World
 
 
 def test_an_expired_session_pauses_and_loses_nothing(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     world.facts["session"] = False
     result = world.ledger.run(world.effect(trip, old))
     assert result.outcome is Outcome.DEFERRED
@@ -103,7 +87,7 @@ def test_an_expired_session_pauses_and_loses_nothing(world: World) -> None:
 
 
 def test_a_failing_refresher_is_asked_again_then_pauses_with_its_error(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     calls: list[float] = []
     good = world.refresher()
 
@@ -120,15 +104,13 @@ def test_a_failing_refresher_is_asked_again_then_pauses_with_its_error(world: Wo
     assert world.ledger.run(effect).outcome is Outcome.COMPLETED
     assert len(calls) == 3 and calls[1] - calls[0] == 1 and calls[2] - calls[1] == 2  # backoff
     calls.clear()
-    trip2 = world.intent("trip-2")
-    req = world.request(trip2)
-    world.ledger.approvals.answer(req.packet.packet_id, "approve", by="ana")
+    trip2, packet2 = world.approved("trip-2")
 
     def down() -> list[Fact]:
         calls.append(world.clock.now())
         raise ConnectionError("price service down")
 
-    again = replace(world.effect(trip2, req.packet, policy=policy), refresh=down)
+    again = replace(world.effect(trip2, packet2, policy=policy), refresh=down)
     result = world.ledger.run(again)
     assert len(calls) == 3
     assert result.outcome is Outcome.DEFERRED
@@ -140,7 +122,7 @@ def test_a_failing_refresher_is_asked_again_then_pauses_with_its_error(world: Wo
 
 
 def test_a_missing_packet_is_refused(world: World) -> None:
-    trip, old = approved(world)
+    trip, old = world.approved()
     effect = world.effect(trip, old)
     assert effect.gate is not None
     gone = replace(effect, gate=replace(effect.gate, approval="no-such-packet"))

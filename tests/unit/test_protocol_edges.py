@@ -34,7 +34,7 @@ from actonce import (
 )
 from actonce.testing import FrozenClock, SimulatedCrash, crash_at, observing
 
-from .test_rule_edges import POLICY, World, edge, ledger
+from .test_rule_edges import POLICY, World, edge, ledger, two_matches
 
 
 def stale_claim(store: Store, clock: FrozenClock, world: World, ref: str) -> None:
@@ -68,8 +68,7 @@ def _found_before_any_claim(lg: Ledger, world: World) -> Any:
 
 
 def _duplicate_before_any_claim(lg: Ledger, world: World) -> Any:
-    two = Confirmed("p3/1", count=2, refs=("p3/1", "p3/2"))
-    return lg.run(replace(edge(world, "p3"), verify=lambda: two))
+    return lg.run(replace(edge(world, "p3"), verify=lambda: two_matches("p3")))
 
 
 def _performed_not_found(lg: Ledger, world: World) -> Any:

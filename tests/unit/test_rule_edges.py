@@ -307,7 +307,7 @@ def test_a_move_stores_its_reason_and_the_facts_of_the_perform(
     assert perform["seconds"] == 0.0 and perform["details"] == {"sent": 1}
 
 
-def _two(ref: str) -> Any:
+def two_matches(ref: str) -> Any:
     return Confirmed(f"{ref}/1", count=2, refs=(f"{ref}/1", f"{ref}/2"))
 
 
@@ -317,7 +317,7 @@ def test_a_duplicate_found_before_any_claim_is_recorded_with_its_count_and_refs(
     world = World()
     lg = ledger(store, clock, world)
     effect = edge(world, "twice")
-    dup = replace(effect, verify=lambda: _two("twice"))
+    dup = replace(effect, verify=lambda: two_matches("twice"))
     result = lg.run(dup)
     assert result.outcome is Outcome.NEEDS_REVIEW and not result.performed
     assert result.status is Status.NEEDS_REVIEW and result.attempt == 1
@@ -344,7 +344,7 @@ def test_a_duplicate_found_after_the_perform_goes_to_review_with_its_count(
     lg = ledger(store, clock, world)
     made: list[int] = []
     effect = edge(world, "resent", perform=lambda: made.append(1))
-    dup = replace(effect, verify=lambda: _two("resent") if made else Absent())
+    dup = replace(effect, verify=lambda: two_matches("resent") if made else Absent())
     result = lg.run(dup)
     assert result.outcome is Outcome.NEEDS_REVIEW and result.performed
     stored = store.get("edge:resent")

@@ -45,14 +45,13 @@ def _child(variant: str, effects: int) -> None:
         bench: Any
         if variant == "raw":
             bench = RawBench(path)
+            bench.conn.set_trace_callback(None)  # counting commits costs instructions
         elif variant == "store":
             bench = StoreBench(path)
         else:
             policy = Policy(verify_after_claim=variant == "actonce")
             bench = ActOnceBench(path, policy)
             bench.store._conn.set_trace_callback(None)  # counting commits costs instructions
-        if variant == "raw":
-            bench.conn.set_trace_callback(None)
         bench.run(0, 20)
         bench.run(1, effects)
         bench.close()

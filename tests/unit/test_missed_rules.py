@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,9 @@ def effect(world: World, ref: str, *, perform: Any = None, **payload: Any) -> Ef
     )
 
 
-def registry(world: World) -> Registry:
+def registry(world: World, policy: Policy = POLICY) -> Registry:
     reg = Registry()
-    reg.register("missed", world.record_verifier, policy=POLICY)
+    reg.register("missed", world.record_verifier, policy=policy)
     return reg
 
 
@@ -298,14 +299,8 @@ def beating(world: World, ref: str, driver: str, perform: Callable[[], None]) ->
     async def aperform() -> None:
         await asyncio.to_thread(perform)
 
-    return Effect(
-        key=f"missed:{ref}",
-        kind="missed",
-        payload={"ref": ref},
-        perform=perform if driver == "sync" else aperform,
-        verify=lambda: world.verify(ref),
-        policy=BEATING,
-    )
+    built = effect(world, ref, perform=perform if driver == "sync" else aperform)
+    return replace(built, policy=BEATING)
 
 
 def test_the_owner_extends_its_own_lease_while_it_performs(
@@ -346,8 +341,7 @@ def test_an_owner_whose_heartbeat_finds_its_row_failed_raises_the_alarm(
     world = World()
     ref = "beaten"
     store = Watched(str(tmp_path / "ledger.db"))
-    reg = Registry()
-    reg.register("missed", world.record_verifier, policy=BEATING)
+    reg = registry(world, BEATING)
     reports: list[Any] = []
 
     def fail_it_meanwhile() -> None:

@@ -34,15 +34,7 @@ from actonce import (
 )
 from actonce.testing import FrozenClock, SimulatedCrash, crash_at, observing
 
-from .test_rule_edges import POLICY, World, edge, ledger, two_matches
-
-
-def stale_claim(store: Store, clock: FrozenClock, world: World, ref: str) -> None:
-    """A worker claims ``ref`` and dies right after; its lease then runs out."""
-    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
-        ledger(store, clock, world).run(edge(world, ref))
-    clock.advance(POLICY.lease_seconds + 1)
-
+from .test_rule_edges import POLICY, World, edge, ledger, stale_claim, two_matches
 
 # --- the crash points each path passes, in order -----------------------------------------------
 
@@ -51,9 +43,14 @@ MARK = ["before_mark_executing", "after_mark_executing"]
 RECORD = ["before_record", "after_record"]
 
 
+def noting(seen: list[str]) -> Callable[[Any], None]:
+    """A crash-point observer that appends each point's name to ``seen``."""
+    return lambda point: seen.append(str(getattr(point, "value", point)))
+
+
 def points(do: Callable[[], Any]) -> list[str]:
     seen: list[str] = []
-    with observing(lambda point: seen.append(str(getattr(point, "value", point)))):
+    with observing(noting(seen)):
         do()
     return seen
 
@@ -249,7 +246,7 @@ def test_the_alarm_of_an_overtaken_owner_says_why_and_what_it_did(
 
     base = edge(world, "slow", perform=slow)
     effect = replace(base, payload={"ref": "slow", "password": secret})
-    with observing(lambda point: seen.append(str(getattr(point, "value", point)))):
+    with observing(noting(seen)):
         result = ledger(store, clock, world).run(effect)
     # Its verdict (unknown: absent inside the window) loses the compare-and-set;
     # reloaded, the record says it was overtaken: the alarm is written instead.

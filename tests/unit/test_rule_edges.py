@@ -130,6 +130,13 @@ def ledger(store: Store, clock: FrozenClock, world: World) -> Ledger:
     return Ledger(store, clock=clock, registry=reg)
 
 
+def stale_claim(store: Store, clock: FrozenClock, world: World, ref: str) -> None:
+    """A worker claims ``ref`` and dies right after; its lease then runs out."""
+    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
+        ledger(store, clock, world).run(edge(world, ref))
+    clock.advance(POLICY.lease_seconds + 1)
+
+
 def test_a_skip_of_a_confirmed_effect_gives_no_reason(store: Store, clock: FrozenClock) -> None:
     world = World()
     lg = ledger(store, clock, world)
@@ -198,9 +205,7 @@ def test_a_hard_stop_on_someone_elses_record_is_only_noted(
 ) -> None:
     world = World()
     lg = ledger(store, clock, world)
-    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
-        lg.run(edge(world, "theirs"))
-    clock.advance(POLICY.lease_seconds + 1)  # their claim went stale
+    stale_claim(store, clock, world, "theirs")  # their claim went stale
     world.stop = "restricted account"
     result = lg.run(edge(world, "theirs"))
     assert result.outcome is Outcome.HARD_STOP and result.status is Status.CLAIMED
@@ -242,9 +247,7 @@ def test_reconcile_releases_a_stale_claim_and_never_claims(
 ) -> None:
     world = World()
     lg = ledger(store, clock, world)
-    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
-        lg.run(edge(world, "stale"))
-    clock.advance(POLICY.lease_seconds + 1)
+    stale_claim(store, clock, world, "stale")
     report = lg.reconcile()
     [result] = report.results
     assert result.outcome is Outcome.FAILED and result.status is Status.FAILED
@@ -446,9 +449,7 @@ def test_a_released_stale_claim_says_nothing_was_performed(
     store: Store, clock: FrozenClock
 ) -> None:
     world = World()
-    with pytest.raises(SimulatedCrash), crash_at("after_claim"):
-        ledger(store, clock, world).run(edge(world, "claimed"))
-    clock.advance(POLICY.lease_seconds + 1)
+    stale_claim(store, clock, world, "claimed")
     [result] = ledger(store, clock, world).reconcile().results
     stored = store.get("edge:claimed")
     assert stored is not None and stored.status is Status.FAILED

@@ -31,8 +31,7 @@ from actonce import (
 )
 from actonce.testing import FrozenClock
 
-from .test_protocol_edges import stale_claim
-from .test_rule_edges import POLICY, World, edge, ledger
+from .test_rule_edges import POLICY, World, edge, ledger, stale_claim
 
 SECRET = "hunter2-CANARY"
 

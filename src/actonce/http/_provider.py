@@ -12,9 +12,9 @@ import asyncio
 import re
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 
@@ -64,18 +64,26 @@ class _Call:
     known: tuple[str, ...]  # the request's credentials: never in a reason
 
 
-class _Base:
+TransportT = TypeVar("TransportT", httpx.BaseTransport, httpx.AsyncBaseTransport)
+ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
+
+
+class _Base(Generic[TransportT, ClientT]):
+    _client: ClientT
+
     def __init__(
         self,
-        base_url: str,
+        base_url: str = "",
         *,
-        idempotency_keys: bool,
-        key_header: str,
-        key_value: Callable[[str], str] | None,
-        headers: Mapping[str, str] | None,
-        timeout: float | None,
-        lookup_timeout: float,
-        backoff: float,
+        idempotency_keys: bool = False,
+        key_header: str = DEFAULT_KEY_HEADER,
+        key_value: Callable[[str], str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        lookup_timeout: float = 10.0,
+        backoff: float = 0.25,
+        verify_tls: bool | ssl.SSLContext = True,
+        transport: TransportT | None = None,
     ) -> None:
         if not isinstance(base_url, str):
             raise UsageError(f"base_url is a string, not {type(base_url).__name__}")
@@ -98,6 +106,10 @@ class _Base:
         self.timeout = timeout
         self.lookup_timeout = lookup_timeout
         self.backoff = backoff
+        self._client = self._open(transport, transport_options(verify_tls))
+
+    def _open(self, transport: TransportT | None, options: dict[str, Any]) -> ClientT:
+        raise NotImplementedError
 
     def provider_key(self, key: EffectKey | str) -> str:
         """The idempotency key this provider is sent for an effect key.
@@ -120,7 +132,6 @@ class _Base:
 
     def _build(
         self,
-        client: httpx.Client | httpx.AsyncClient,
         perform_of: Callable[[_Call], Callable[[], Any]],
         key: EffectKey | str,
         kind: str,
@@ -155,7 +166,7 @@ class _Base:
         if o["params"] is not None:
             options["params"] = o["params"]
         try:  # built once now, so a bad URL or body is refused before any claim
-            request = client.build_request(method.upper(), url, headers=headers, **options)
+            request = self._client.build_request(method.upper(), url, headers=headers, **options)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol, TypeError, ValueError) as exc:
             raise UsageError(f"cannot build the request: {exc}") from exc
         if request.url.scheme not in ("http", "https"):
@@ -187,10 +198,20 @@ class _Base:
             refresh=o["refresh"],
         )
 
-    def _request(
-        self, client: httpx.Client | httpx.AsyncClient, call: _Call, op: Send, trace: Any
-    ) -> httpx.Request:
-        return client.build_request(
+    def _exchange(self, call: _Call) -> Generator[Send | Pause, Reply | None, dict[str, Any]]:
+        """The exchange of one perform, starting now (its drivers: each twin's ``_run``)."""
+        return exchange(
+            call.method,
+            call.shown,
+            keyed=call.keyed,
+            started=time.monotonic(),
+            bound=call.bound,
+            timeout=self.timeout,
+            backoff=self.backoff,
+        )
+
+    def _request(self, call: _Call, op: Send, trace: Any) -> httpx.Request:
+        return self._client.build_request(
             call.method,
             call.url,
             headers=call.headers,
@@ -199,15 +220,13 @@ class _Base:
             **call.options,
         )
 
-    def _lookup_request(
-        self, client: httpx.Client | httpx.AsyncClient, url: str, params: Mapping[str, Any] | None
-    ) -> httpx.Request:
-        return client.build_request(
+    def _lookup_request(self, url: str, params: Mapping[str, Any] | None) -> httpx.Request:
+        return self._client.build_request(
             "GET", url, params=params, timeout=httpx.Timeout(self.lookup_timeout)
         )
 
 
-class Provider(_Base):
+class Provider(_Base[httpx.BaseTransport, httpx.Client]):
     """One HTTP API that effects are performed against (sync; ``AsyncProvider``: same names).
 
     Args:
@@ -235,35 +254,12 @@ class Provider(_Base):
             retries). Yours must not retry a request either.
     """
 
-    def __init__(
-        self,
-        base_url: str = "",
-        *,
-        idempotency_keys: bool = False,
-        key_header: str = DEFAULT_KEY_HEADER,
-        key_value: Callable[[str], str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        lookup_timeout: float = 10.0,
-        backoff: float = 0.25,
-        verify_tls: bool | ssl.SSLContext = True,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        super().__init__(
-            base_url,
-            idempotency_keys=idempotency_keys,
-            key_header=key_header,
-            key_value=key_value,
-            headers=headers,
-            timeout=timeout,
-            lookup_timeout=lookup_timeout,
-            backoff=backoff,
-        )
-        self._client = httpx.Client(
-            base_url=base_url,
+    def _open(self, transport: httpx.BaseTransport | None, options: dict[str, Any]) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.base_url,
             headers=self._headers,
             follow_redirects=False,
-            transport=transport or httpx.HTTPTransport(**transport_options(verify_tls)),
+            transport=transport or httpx.HTTPTransport(**options),
         )
 
     def __enter__(self) -> Provider:
@@ -320,7 +316,7 @@ class Provider(_Base):
             UsageError: a bad method, URL, body, bound or key.
         """
         # locals(): the keyword arguments above, by name (one builder for both twins)
-        return self._build(self._client, self._perform_of, key, kind, method, url, locals())
+        return self._build(self._perform_of, key, kind, method, url, locals())
 
     def _perform_of(self, call: _Call) -> Callable[[], dict[str, Any]]:
         return lambda: self._run(call)
@@ -352,7 +348,7 @@ class Provider(_Base):
             (``Confirmed(count=n)``); ``Unavailable`` when the lookup failed
             or its answer cannot be read — never an absence.
         """
-        request = self._lookup_request(self._client, url, params)
+        request = self._lookup_request(url, params)
         try:
             response = self._client.send(request, follow_redirects=True)
         except httpx.HTTPError as exc:
@@ -360,16 +356,7 @@ class Provider(_Base):
         return lookup_verdict(response, items, ref, match, absent_on_404)
 
     def _run(self, call: _Call) -> dict[str, Any]:
-        started = time.monotonic()
-        steps = exchange(
-            call.method,
-            call.shown,
-            keyed=call.keyed,
-            started=started,
-            bound=call.bound,
-            timeout=self.timeout,
-            backoff=self.backoff,
-        )
+        steps = self._exchange(call)
         reply: Reply | None = None
         while True:
             try:
@@ -387,7 +374,7 @@ class Provider(_Base):
         trace = Trace()
         at = time.monotonic()
         try:
-            response = self._client.send(self._request(self._client, call, op, trace), stream=True)
+            response = self._client.send(self._request(call, op, trace), stream=True)
         except httpx.TransportError as exc:
             return failure_of(exc, trace, at, call.known)
         try:
@@ -405,38 +392,17 @@ class Provider(_Base):
         return reply_of(response, raw, at, call.known)
 
 
-class AsyncProvider(_Base):
+class AsyncProvider(_Base[httpx.AsyncBaseTransport, httpx.AsyncClient]):
     """The async twin of :class:`Provider`: same arguments, same names (``aclose``)."""
 
-    def __init__(
-        self,
-        base_url: str = "",
-        *,
-        idempotency_keys: bool = False,
-        key_header: str = DEFAULT_KEY_HEADER,
-        key_value: Callable[[str], str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        lookup_timeout: float = 10.0,
-        backoff: float = 0.25,
-        verify_tls: bool | ssl.SSLContext = True,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        super().__init__(
-            base_url,
-            idempotency_keys=idempotency_keys,
-            key_header=key_header,
-            key_value=key_value,
-            headers=headers,
-            timeout=timeout,
-            lookup_timeout=lookup_timeout,
-            backoff=backoff,
-        )
-        self._client = httpx.AsyncClient(
-            base_url=base_url,
+    def _open(
+        self, transport: httpx.AsyncBaseTransport | None, options: dict[str, Any]
+    ) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base_url,
             headers=self._headers,
             follow_redirects=False,
-            transport=transport or httpx.AsyncHTTPTransport(**transport_options(verify_tls)),
+            transport=transport or httpx.AsyncHTTPTransport(**options),
         )
 
     async def __aenter__(self) -> AsyncProvider:
@@ -471,7 +437,7 @@ class AsyncProvider(_Base):
         secret_fields: tuple[str, ...] = (),
     ) -> Effect:
         """See :meth:`Provider.effect`; the perform is a coroutine (for ``AsyncLedger``)."""
-        return self._build(self._client, self._perform_of, key, kind, method, url, locals())
+        return self._build(self._perform_of, key, kind, method, url, locals())
 
     def _perform_of(self, call: _Call) -> Callable[[], Awaitable[dict[str, Any]]]:
         async def perform() -> dict[str, Any]:
@@ -490,7 +456,7 @@ class AsyncProvider(_Base):
         absent_on_404: bool = False,
     ) -> Verdict:
         """See :meth:`Provider.lookup`."""
-        request = self._lookup_request(self._client, url, params)
+        request = self._lookup_request(url, params)
         try:
             response = await self._client.send(request, follow_redirects=True)
         except httpx.HTTPError as exc:
@@ -498,16 +464,7 @@ class AsyncProvider(_Base):
         return lookup_verdict(response, items, ref, match, absent_on_404)
 
     async def _run(self, call: _Call) -> dict[str, Any]:
-        started = time.monotonic()
-        steps = exchange(
-            call.method,
-            call.shown,
-            keyed=call.keyed,
-            started=started,
-            bound=call.bound,
-            timeout=self.timeout,
-            backoff=self.backoff,
-        )
+        steps = self._exchange(call)
         reply: Reply | None = None
         while True:
             try:
@@ -524,7 +481,7 @@ class AsyncProvider(_Base):
     async def _send(self, call: _Call, op: Send) -> Reply:
         trace = Trace()
         at = time.monotonic()
-        request = self._request(self._client, call, op, trace.atrace)
+        request = self._request(call, op, trace.atrace)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TransportError as exc:

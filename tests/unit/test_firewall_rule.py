@@ -71,35 +71,46 @@ def test_only_an_explicit_allowlist_lets_one_through() -> None:
 
 def test_by_default_a_perform_sends_its_first_request_once() -> None:
     window = SubmitWindow(ORIGIN)
+    assert not window.declares
     first = judge("POST", "/compose", window)
     assert first.action is SEND and first.step == 0
-    after = window.advanced()
+    after = window.advanced("POST", ORIGIN + "/compose?draft=1")
+    # The same request again (a double submit, a 307) is a repeat: harmless, refused.
     second = judge("POST", "/compose", after)
-    assert second.reason is RefusalReason.SECOND
+    assert second.reason is RefusalReason.SECOND and not second.reason.breaks_submit
     assert second.outcome == "refused: second mutating request"
-    assert judge("PUT", "/other", after).reason is RefusalReason.SECOND
+    # Another request is one the effect did not declare: its submit may be incomplete.
+    other = judge("POST", "/compose/publish", after)
+    assert other.reason is RefusalReason.UNDECLARED and other.reason.breaks_submit
+    assert judge("PUT", "/compose", after).reason is RefusalReason.UNDECLARED
     assert after.missing == ()
 
 
 def test_declared_requests_go_in_order_each_once() -> None:
     window = SubmitWindow(ORIGIN, NOTES)
-    assert judge("POST", "/notes/7/publish", window).reason is RefusalReason.OUT_OF_ORDER
+    assert window.declares
+    out_of_order = judge("POST", "/notes/7/publish", window)
+    assert out_of_order.reason is RefusalReason.OUT_OF_ORDER and out_of_order.rule == NOTES[1]
+    assert out_of_order.reason.breaks_submit
     assert judge("POST", "/notes", window).step == 0
-    window = window.advanced()
+    window = window.advanced("POST", ORIGIN + "/notes")
+    assert window.missing == (NOTES[1],)
     assert judge("POST", "/notes", window).reason is RefusalReason.SECOND
     assert judge("POST", "/notes/7/publish", window).step == 1
     assert judge("POST", "/notes/7/publish/now", window).reason is RefusalReason.UNDECLARED
     assert judge("POST", "/notes//publish", window).reason is RefusalReason.UNDECLARED
-    window = window.advanced()
+    window = window.advanced("POST", ORIGIN + "/notes/7/publish")
     assert judge("POST", "/notes/7/publish", window).reason is RefusalReason.SECOND
+    # Each declared request at most once: another note's publish is no repeat.
+    assert judge("POST", "/notes/8/publish", window).reason is RefusalReason.UNDECLARED
     assert judge("DELETE", "/notes/7", window).reason is RefusalReason.UNDECLARED
     assert window.missing == ()
-    assert SubmitWindow(ORIGIN, NOTES).advanced().missing == (NOTES[1],)
 
 
 def test_inside_a_perform_other_origins_are_refused_unless_allowed() -> None:
     window = SubmitWindow(ORIGIN, allow_origins=frozenset({"https://pay.example"}))
-    assert judge("POST", "https://evil.example/x", window).reason is RefusalReason.OTHER_ORIGIN
+    refused = judge("POST", "https://evil.example/x", window)
+    assert refused.reason is RefusalReason.OTHER_ORIGIN and not refused.reason.breaks_submit
     allowed = judge("POST", "https://pay.example/x", window)
     assert allowed.action is ALLOW and allowed.outcome == "allowed: other origin"
     # An allowed other origin is no allowlist outside the perform.

@@ -29,17 +29,21 @@ It answers a :class:`WireDecision`:
 ================  =========================================================
 
 The order of the questions, for a mutating request: the next declared
-request (``SEND``); the allowlist (``ALLOW``); inside a window, an allowed
-other origin (``ALLOW``); else it is refused — ``outside an effect`` when
-there is no window, ``second mutating request`` when it matches a declared
-request already sent, ``out of order`` when it matches one further down the
-list, ``other origin``, or ``undeclared request``. A beacon never counts as
+request (``SEND``); the allowlist (``ALLOW``); else it is refused — ``outside
+an effect`` when there is no window; inside one, ``second mutating request``
+for a repeat of a request already sent (same method and URL: a double
+submit, a 307), unless it goes to an allowed other origin (``ALLOW``);
+``out of order`` when it matches a declared request further down the list;
+``other origin``; or ``undeclared request``. An undeclared or out-of-order
+refusal may leave the submit incomplete (:attr:`RefusalReason.breaks_submit`):
+the perform's outcome is then unknown. A beacon never counts as
 a declared request; it passes only by an allowlist entry made for beacons
 (``beacon=True``), the documented opt-in for same-origin analytics.
 
 The window is data: the caller (the Playwright guard, the DevTools-protocol
 firewall of the browser-use adapter) keeps it and moves it on with
-:meth:`SubmitWindow.advanced` after a ``SEND``.
+:meth:`SubmitWindow.advanced` after a ``SEND``, before it awaits anything
+(so that two requests cannot both be the next one).
 
 A refused request is recorded as a :class:`WriteRefusal` (actor, method, the
 URL without userinfo, query or fragment, the page that made it, the ledger
@@ -119,6 +123,17 @@ class RefusalReason(enum.StrEnum):
     def text(self) -> str:
         """The reason in words, as wire evidence and messages say it."""
         return _TEXT[self]
+
+    @property
+    def breaks_submit(self) -> bool:
+        """Refused inside a perform, it may leave the effect's submit incomplete.
+
+        An undeclared or out-of-order request at the effect's origin may be
+        a part of the submit the effect did not declare: the perform's
+        outcome is then unknown. A repeat of a request already sent (a
+        double submit, a 307) and a request to another origin are not.
+        """
+        return self in (RefusalReason.UNDECLARED, RefusalReason.OUT_OF_ORDER)
 
 
 _TEXT = {
@@ -221,13 +236,14 @@ class SubmitWindow:
     """One effect's perform window, as the rule sees it.
 
     ``declared``: the requests the submit makes, in order, each at most
-    once. ``sent``: how many of them were sent. ``allow_origins``: other
-    origins whose mutating requests may pass during the perform.
+    once. ``sent``: the requests sent so far, as ``"METHOD url"`` (the URL
+    as :func:`bare_url` gives it). ``allow_origins``: other origins whose
+    mutating requests may pass during the perform.
     """
 
     origin: str
     declared: tuple[RequestPattern, ...] = (ANY_REQUEST,)
-    sent: int = 0
+    sent: tuple[str, ...] = ()
     allow_origins: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -236,14 +252,23 @@ class SubmitWindow:
         if any(p.beacon for p in self.declared):
             raise UsageError("a beacon is never an effect's submit: allowlist it instead")
 
-    def advanced(self) -> SubmitWindow:
-        """The window after its next declared request was sent."""
-        return replace(self, sent=self.sent + 1)
+    def advanced(self, method: str, url: str) -> SubmitWindow:
+        """The window after its next declared request (``method url``) was sent."""
+        return replace(self, sent=(*self.sent, _sent(method, url)))
 
     @property
     def missing(self) -> tuple[RequestPattern, ...]:
         """The declared requests not sent (yet)."""
-        return self.declared[self.sent :]
+        return self.declared[len(self.sent) :]
+
+    @property
+    def declares(self) -> bool:
+        """The effect declared its requests (not the default: one of any kind)."""
+        return self.declared != (ANY_REQUEST,)
+
+
+def _sent(method: str, url: str) -> str:
+    return f"{method.upper()} {bare_url(url)}"
 
 
 class WireAction(enum.StrEnum):
@@ -293,22 +318,23 @@ def judge_request(
     if method in SAFE_METHODS or urlsplit(url).scheme.lower() not in _DEFAULT_PORTS:
         return _PASS
     origin = None if window is None else window.origin
-    if window is not None and window.sent < len(window.declared):
-        step = window.declared[window.sent]
+    if window is not None and len(window.sent) < len(window.declared):
+        step = window.declared[len(window.sent)]
         if step.matches(method, url, origin=origin, beacon=beacon):
-            return WireDecision(WireAction.SEND, step=window.sent, rule=step)
+            return WireDecision(WireAction.SEND, step=len(window.sent), rule=step)
     for entry in allow:
         if entry.matches(method, url, origin=origin, beacon=beacon):
             return WireDecision(WireAction.ALLOW, rule=entry)
     if window is None:
         return WireDecision(WireAction.REFUSE, RefusalReason.OUTSIDE_EFFECT)
+    if _sent(method, url) in window.sent:
+        return WireDecision(WireAction.REFUSE, RefusalReason.SECOND)
     there = origin_of(url)
     if there != window.origin and there in window.allow_origins:
         return WireDecision(WireAction.ALLOW)
-    for i, step in enumerate(window.declared):
+    for step in window.missing[1:]:
         if step.matches(method, url, origin=origin, beacon=beacon):
-            why = RefusalReason.SECOND if i < window.sent else RefusalReason.OUT_OF_ORDER
-            return WireDecision(WireAction.REFUSE, why, rule=step)
+            return WireDecision(WireAction.REFUSE, RefusalReason.OUT_OF_ORDER, rule=step)
     if there != window.origin:
         return WireDecision(WireAction.REFUSE, RefusalReason.OTHER_ORIGIN)
     return WireDecision(WireAction.REFUSE, RefusalReason.UNDECLARED)

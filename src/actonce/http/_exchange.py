@@ -239,7 +239,11 @@ def exchange(
                 now += pause
                 continue
             step = St.UNKNOWN
-            why = f"no answer proved the outcome within the perform's bound of {bound:g} s"
+            last = f"{reply.outcome}: {reply.reason}" if reply.reason else str(reply.outcome)
+            why = (
+                f"no answer proved the outcome within the perform's bound of {bound:g} s "
+                f"({len(wire)} sends, the last: {last})"
+            )
         else:
             why = _why(reply, situation)
         raise _error(step, why, reply, details)

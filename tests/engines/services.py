@@ -39,6 +39,17 @@ def require(program: str, how: str) -> str:
     return path
 
 
+def need(module: str, how: str) -> None:
+    """Import ``module`` or skip the test module (fail under CI)."""
+    try:
+        __import__(module)
+    except ImportError as exc:
+        message = f"{module} is not installed ({how}): {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message, allow_module_level=True)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("celery", reason="pip install 'actonce[celery]'")
+from .services import need
 
-from . import celery_campaign as campaign
+need("celery", "pip install 'actonce[celery]'")
+
+from . import celery_campaign as campaign  # noqa: E402  (needs celery)
 
 pytestmark = pytest.mark.postgres
 

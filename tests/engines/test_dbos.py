@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dbos", reason="pip install 'actonce[dbos]'")
-
 from actonce import Status, open_ledger
 from actonce.testing import FakeProvider
+
+from .services import need
+
+need("dbos", "pip install 'actonce[dbos]'")
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parents[1] / "examples" / "dbos_orders.py"

@@ -264,8 +264,9 @@ def _watch(
         left = deadline - time.monotonic()
         if left <= 0:
             missing = sorted(set(refs) - set(ended))
+            traces = {ref: report.trace.get(ref) for ref in missing[:5]}
             raise AssertionError(
-                f"campaign deadline: {len(missing)} tasks never ended ({missing[:5]}); "
+                f"campaign deadline: {len(missing)} tasks never ended: {traces}; "
                 f"so far {report.to_json()}"
             )
         got = events.blpop(["engines:events"], timeout=max(1, min(5, int(left))))

@@ -265,8 +265,10 @@ def _watch(
         if left <= 0:
             missing = sorted(set(refs) - set(ended))
             traces = {ref: report.trace.get(ref) for ref in missing[:5]}
+            lock = events.pttl("unacked_mutex")  # kombu's restore lock, held by a dead worker?
             raise AssertionError(
                 f"campaign deadline: {len(missing)} tasks never ended: {traces}; "
+                f"restore lock ttl {lock} ms; "
                 f"so far {report.to_json()}"
             )
         got = events.blpop(["engines:events"], timeout=max(1, min(5, int(left))))

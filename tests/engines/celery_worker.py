@@ -4,8 +4,9 @@
 ``examples/celery_orders.py`` unchanged and only
 
 - shortens its windows (``ENGINES_LEASE``, ``ENGINES_SETTLE`` seconds; the
-  broker's visibility timeout ``ENGINES_VISIBILITY``, swept every second), so
-  that a dead worker's task comes back within seconds, not an hour;
+  broker's visibility timeout ``ENGINES_VISIBILITY``, swept every second,
+  the sweep's lock held 5 s at most), so that a dead worker's task comes
+  back within seconds, not an hour;
 - arms the crash points of the plan (``ENGINES_PLAN``, a JSON file
   ``{ref: [point, ...]}``): the n-th delivery of a ref's task ``SIGKILL``s its
   pool process at the n-th point of its list (``actonce.testing.arm``);
@@ -46,6 +47,10 @@ app.conf.broker_transport_options = {
     "visibility_timeout": float(os.environ["ENGINES_VISIBILITY"]),
     "unacked_restore_interval": 1,
     "unacked_restore_throttle": 1,
+    # The sweep holds a Redis lock; a worker killed inside a sweep keeps it
+    # until it expires (kombu's default: 300 s), and nothing is restored
+    # meanwhile. The campaign kills whole workers: keep that short.
+    "unacked_mutex_expire": 5,
 }
 with open(os.environ["ENGINES_PLAN"], encoding="utf-8") as fh:
     _PLAN: dict[str, list[str]] = json.load(fh)

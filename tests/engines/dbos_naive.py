@@ -30,7 +30,6 @@ def checkout(ref: str, amount: str) -> str:
 if __name__ == "__main__":
     config: DBOSConfig = {"name": "orders-naive", "system_database_url": "sqlite:///dbos.sqlite"}
     DBOS(config=config)
-    DBOS.launch()
+    DBOS.launch()  # on the second run: recovers the killed one's workflow, and waits for it
     with SetWorkflowID(f"checkout-{sys.argv[1]}"):
-        print(DBOS.start_workflow(checkout, sys.argv[1], "120.00").get_result(), flush=True)
-    DBOS.destroy()
+        print(checkout(sys.argv[1], "120.00"), flush=True)

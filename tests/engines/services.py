@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import signal
 import socket
@@ -22,7 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from pgtest import skip_or_fail
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1] / "examples"
@@ -32,10 +31,7 @@ def require(program: str, how: str) -> str:
     """The path of ``program``; skip without it (fail under CI)."""
     path = shutil.which(program)
     if path is None:
-        message = f"{program} is not installed ({how})"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        skip_or_fail(f"{program} is not installed ({how})")
     return path
 
 
@@ -44,10 +40,7 @@ def need(module: str, how: str) -> None:
     try:
         __import__(module)
     except ImportError as exc:
-        message = f"{module} is not installed ({how}): {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message, allow_module_level=True)
+        skip_or_fail(f"{module} is not installed ({how}): {exc}", module_level=True)
 
 
 def free_port() -> int:

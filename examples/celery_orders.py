@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -73,7 +74,8 @@ def ledger() -> Ledger:
 def lookup(ref: str) -> Verdict:
     """Read-only: how many orders the service holds for ``ref``."""
     try:
-        with urllib.request.urlopen(f"{ORDERS_URL}/orders?ref={ref}", timeout=10) as answer:
+        query = urllib.parse.urlencode({"ref": ref})
+        with urllib.request.urlopen(f"{ORDERS_URL}/orders?{query}", timeout=10) as answer:
             ids = json.load(answer)["ids"]
     except (OSError, ValueError, KeyError) as exc:  # a failed look is not an absence
         return Unavailable(f"order lookup failed: {exc}")

@@ -14,13 +14,17 @@ KIND = "charge"
 
 
 def policy(authoritative: bool = True) -> Policy:
-    """Settle fast, wait the window out: every run ends decided (or in review)."""
+    """Settle fast, wait the window out: every run ends decided (or in review).
+
+    The lease is long (a perform on a loaded machine must not find it
+    expired); the cells that test a bound give one of their own.
+    """
     return Policy(
         settle_seconds=0.2,
         absence_authoritative=authoritative,
         wait_for_settle=True,
         verify_backoff=0.05,
-        lease_seconds=4.0,
+        lease_seconds=30.0,
     )
 
 

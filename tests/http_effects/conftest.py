@@ -32,7 +32,6 @@ def app(request: pytest.FixtureRequest) -> Iterator[ProviderApp]:
 
 @pytest.fixture
 def keys(app: ProviderApp) -> bool:
-    app.faults.clear()
     return app.keys
 
 
@@ -41,7 +40,6 @@ def make_provider() -> Iterator[Callable[..., Provider]]:
     made: list[Provider] = []
 
     def make(base_url: str, **kw: Any) -> Provider:
-        kw.setdefault("timeout", 0.3)
         kw.setdefault("backoff", 0.02)
         provider = Provider(base_url, **kw)
         made.append(provider)

@@ -8,8 +8,10 @@ way the IETF draft (and Stripe) describe it: a repeat of a finished key is
 answered with the stored answer, a repeat while the first is still being
 processed is answered ``409``. Without keys, every POST makes a new charge.
 
-Faults are one-shot, consumed by the POSTs in order (``None``: behave).
-Each one is what a real provider or the network between does:
+Faults are scripted per reference (``app.script(reference, *faults)``),
+one-shot, consumed by that reference's POSTs in order (``None``: behave),
+so a late request of one test can never take another test's fault. Each one
+is what a real provider or the network between does:
 
 - ``close_after_commit``: commit, then close the connection without a byte;
 - ``reset_before_commit`` / ``reset_after_commit``: an RST instead of an answer;
@@ -23,6 +25,12 @@ Each one is what a real provider or the network between does:
   away (a process killed mid-request); the first never commits;
 - ``redirect``: a ``307`` to the same endpoint, nothing committed;
 - ``status:N``: answer status ``N`` with an error body, nothing committed.
+
+Requests are served **one at a time, in the order their connections were
+accepted**, each on a connection of its own: a verification that connects
+after a request always sees what that request committed, however late the
+machine schedules the server. A request that hangs (or is held) is handed
+to a waiter thread once its commit is done, so the next ones are served.
 """
 
 from __future__ import annotations
@@ -32,9 +40,10 @@ import json
 import select
 import socket
 import struct
+import sys
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -66,7 +75,8 @@ class ProviderApp:
     def __init__(self, *, keys: bool, key_header: str = "Idempotency-Key") -> None:
         self.keys = keys
         self.key_header = key_header
-        self.faults: list[str | None] = []
+        self.faults: dict[str, list[str | None]] = {}
+        """The faults still scripted, by reference."""
         self.reasons = dict(_REASONS)
         """What a ``status:N`` fault says, by status."""
         self.charges: list[dict[str, Any]] = []
@@ -77,6 +87,7 @@ class ProviderApp:
         self._keys: dict[str, _Key] = {}
         self._lock = threading.Lock()
         self._stopping = False
+        self._waiters: set[threading.Thread] = set()
         app = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -91,8 +102,7 @@ class ProviderApp:
             def do_GET(self) -> None:
                 app._get(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -110,6 +120,13 @@ class ProviderApp:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+        for waiter in list(self._waiters):
+            waiter.join()
+
+    def script(self, reference: str, *faults: str | None) -> None:
+        """The faults of ``reference``'s next POSTs, in order."""
+        with self._lock:
+            self.faults[reference] = list(faults)
 
     # --- ground truth ---------------------------------------------------------
 
@@ -136,7 +153,8 @@ class ProviderApp:
         sent_key = h.headers.get(self.key_header)
         key = sent_key if self.keys else None
         with self._lock:
-            fault = self.faults.pop(0) if self.faults else None
+            script = self.faults.get(str(body.get("reference")), [])
+            fault = script.pop(0) if script else None
             self.posts.append({"reference": body.get("reference"), "key": sent_key, "fault": fault})
             state = self._keys.get(key) if key is not None else None
             if state is not None:
@@ -150,7 +168,9 @@ class ProviderApp:
                 h.send_response(307)
                 h.send_header("Location", "/v1/charges?again=1")
                 h.send_header("Content-Length", "0")
+                h.send_header("Connection", "close")
                 h.end_headers()
+                h.close_connection = True
                 return None
             if fault is not None and fault.startswith("status:"):
                 status = int(fault.partition(":")[2])
@@ -181,17 +201,28 @@ class ProviderApp:
             return _reset(h)
         if fault == "hold_after_commit":
             self.received.set()
-        self._wait_for_client(h)  # hang_after_commit, hold_*: answer nothing
+        self._hand_off(h)  # hang_after_commit, hold_*: answer nothing
         return None
 
-    def _wait_for_client(self, h: BaseHTTPRequestHandler) -> None:
-        """Block until the client closes its end (a timeout, a killed process)."""
-        sock = h.connection
-        while not self._stopping:
-            readable, _, _ = select.select([sock], [], [], 0.5)
-            if readable:
-                break
+    def _hand_off(self, h: BaseHTTPRequestHandler) -> None:
+        """Answer nothing: a waiter keeps the connection open until the client
+        closes its end (a timeout, a killed process); the server goes on."""
+        sock: socket.socket = h.connection
+        self._server.kept.add(sock)
         h.close_connection = True
+
+        def wait() -> None:
+            while not self._stopping:
+                readable, _, _ = select.select([sock], [], [], 0.5)
+                if readable:
+                    break
+            with contextlib.suppress(OSError):
+                sock.close()
+            self._waiters.discard(waiter)
+
+        waiter = threading.Thread(target=wait, daemon=True)
+        self._waiters.add(waiter)
+        waiter.start()
 
     def _get(self, h: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(h.path)
@@ -209,13 +240,34 @@ class ProviderApp:
         return _send(h, 404, {"error": {"message": "no such endpoint"}})
 
 
+class _Server(HTTPServer):
+    """One request at a time; a connection handed to a waiter is not closed here."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kept: set[socket.socket] = set()
+
+    def shutdown_request(self, request: Any) -> None:
+        if request in self.kept:
+            self.kept.discard(request)  # the waiter closes it
+            return
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):  # a client gone mid-answer is expected
+            super().handle_error(request, client_address)
+
+
 def _send(h: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) -> None:
     data = json.dumps(body).encode()
     h.send_response(status)
     h.send_header("Content-Type", "application/json")
     h.send_header("Content-Length", str(len(data)))
+    h.send_header("Connection", "close")  # one request per connection
     h.end_headers()
-    h.wfile.write(data)
+    h.close_connection = True
+    with contextlib.suppress(OSError):
+        h.wfile.write(data)
 
 
 def _reset(h: BaseHTTPRequestHandler) -> None:

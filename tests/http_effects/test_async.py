@@ -29,7 +29,6 @@ async def make_async() -> AsyncIterator[Callable[..., AsyncProvider]]:
     made: list[AsyncProvider] = []
 
     def make(base_url: str, **kw: Any) -> AsyncProvider:
-        kw.setdefault("timeout", 0.3)
         kw.setdefault("backoff", 0.02)
         made.append(AsyncProvider(base_url, **kw))
         return made[-1]
@@ -56,8 +55,7 @@ async def test_cell(
     tmp_path: Path,
     make_async: Callable[..., AsyncProvider],
 ) -> None:
-    reference, provider = arrange(row, keys, True, app, make_async)
-    reference = "A" + reference
+    reference, provider = arrange(row, keys, True, app, make_async, prefix="ASYNC")
     effect = provider.effect(
         key_of(reference),
         KIND,

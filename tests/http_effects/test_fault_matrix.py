@@ -73,18 +73,22 @@ def _base(app: ProviderApp, target: str) -> str:
 
 
 def arrange(
-    row: Row, keys: bool, authoritative: bool, app: ProviderApp, make: Callable[..., Any]
+    row: Row,
+    keys: bool,
+    authoritative: bool,
+    app: ProviderApp,
+    make: Callable[..., Any],
+    prefix: str = "ORDER",
 ) -> tuple[str, Any]:
     """The cell's reference and provider (``make``: a ``Provider`` or ``AsyncProvider``)."""
-    reference = f"ORDER-{row.fault or row.target}-{keys}-{authoritative}"
-    # A hang meets the perform's bound itself: no cap on the send's own timeout.
-    hang = row.fault == "hang_after_commit"
-    provider = make(_base(app, row.target), idempotency_keys=keys, timeout=None if hang else 0.3)
-    app.faults = [row.fault]
+    reference = f"{prefix}-{row.fault or row.target}-{keys}-{authoritative}"
+    provider = make(_base(app, row.target), idempotency_keys=keys)
+    app.script(reference, row.fault)
     return reference, provider
 
 
 def bound_of(row: Row) -> dict[str, float]:
+    """A hang meets the perform's bound itself (no other cell waits for one)."""
     return {"bound": 0.5} if row.fault == "hang_after_commit" else {}
 
 

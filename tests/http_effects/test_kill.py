@@ -56,7 +56,7 @@ def test_sigkill_mid_request_then_reconcile(
     make_provider: Callable[..., Provider],
 ) -> None:
     reference = f"KILL-{fault}-{authoritative}"
-    app.faults = [fault]
+    app.script(reference, fault)
     app.received.clear()
     config = {"ledger": ledger_path, "url": app.url, "keys": keys, "reference": reference}
     proc = subprocess.Popen(

@@ -118,7 +118,7 @@ def test_no_header_token_or_secret_query_reaches_the_ledger(
         idempotency_keys=app.keys,
         headers={"Authorization": f"Bearer {TOKEN}", "X-Api-Key": TOKEN[::-1]},
     )
-    app.faults = ["status:401"]
+    app.script("SECRET-1", "status:401")
     monkeypatch.setitem(app.reasons, 401, f"invalid API key provided: {TOKEN}")  # it echoes it
     effect = provider.effect(
         key_of("SECRET-1"),

@@ -138,3 +138,40 @@ async def async_operator_api() -> None:
         summary: actonce.RunSummary = await op.run()
         usages: list[actonce.PoolUsage] = await ledger.budgets.usage()
         del summary, usages
+
+
+def http_api() -> None:
+    from actonce.http import NotSent, OutcomeUnknown, Provider, counted
+
+    key = effect_key(tenant="t", actor="a", kind="charge", object="ORDER-1", operation="create")
+    with Provider("https://api.example.com", idempotency_keys=True) as api:
+        lookup: Verdict = api.lookup("/v1/charges", params={"reference": "ORDER-1"}, items="data")
+        effect: Effect = api.effect(
+            key,
+            "charge",
+            "POST",
+            "/v1/charges",
+            json={"reference": "ORDER-1"},
+            verify=lambda: api.lookup("/v1/charges", params={"reference": "ORDER-1"}),
+            policy=Policy(absence_authoritative=True),
+        )
+        provider_key: str = api.provider_key(key)
+        verdict: Verdict = counted([{"id": "ch_1"}], ref="id")
+        errors: tuple[type[Exception], ...] = (NotSent, OutcomeUnknown)
+        del lookup, effect, provider_key, verdict, errors
+
+
+async def async_http_api() -> None:
+    from actonce.http import AsyncProvider
+
+    async with (
+        AsyncProvider("https://api.example.com") as api,
+        AsyncLedger(MemoryStore()) as ledger,
+    ):
+
+        async def exists() -> Verdict:
+            return await api.lookup("/v1/charges", params={"reference": "ORDER-1"}, items="data")
+
+        effect = api.effect("order-1", "charge", "POST", "/v1/charges", json={}, verify=exists)
+        result: RunResult = await ledger.run(effect)
+        del result

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "actonce"
-WINGS = ("cli", "chaos", "demo", "browser", "console", "evidence", "otel", "adapters")
+WINGS = ("cli", "chaos", "demo", "browser", "console", "evidence", "otel", "adapters", "http")
 PUBLIC = {
     "actonce",
     "actonce.testing",

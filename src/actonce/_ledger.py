@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect, once_effect
+from ._firewall import AsyncFirewallLog, FirewallLog
 from ._ledger_base import LedgerBase
 from ._registry import Registry
 from ._rules.approvals import SigningKeys
@@ -93,6 +94,8 @@ class Ledger(LedgerBase):
         """Approval packets (see :class:`~actonce.Approvals`)."""
         self.budgets = Budgets(self)
         """Budget pools (see :class:`~actonce.Budgets`)."""
+        self.firewall = FirewallLog(self)
+        """The write firewall's refusals (see :class:`~actonce.FirewallLog`)."""
 
     def _drive(self, steps: Generator[Op, Any, T]) -> T:
         result: T = self._driver.run(steps)
@@ -365,6 +368,8 @@ class AsyncLedger(LedgerBase):
         """Approval packets (see :class:`~actonce.AsyncApprovals`)."""
         self.budgets = AsyncBudgets(self)
         """Budget pools (see :class:`~actonce.AsyncBudgets`)."""
+        self.firewall = AsyncFirewallLog(self)
+        """The write firewall's refusals (see :class:`~actonce.AsyncFirewallLog`)."""
 
     async def _drive(self, steps: Generator[Op, Any, T]) -> T:
         result: T = await self._driver.run(steps)

@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,7 @@ class GuardedBrowser:
         confirm_timeout: float = 10.0,
         perform_timeout: float | None = None,
         allow_origins: Sequence[str] = (),
+        profile: Mapping[str, Any] | None = None,
     ) -> GuardedBrowser:
         """Start (or take) the browser, put the firewall on it, open the guarded page.
 
@@ -151,9 +152,13 @@ class GuardedBrowser:
                 values with their origin (a login form, a search form). None
                 by default.
             browser_session: a browser-use ``BrowserSession`` of your own
-                (started here if it is not); default: a headless one on
-                actonce's Chromium (``find_chromium``), no extensions.
+                (started here if it is not; give it ``keep_alive=True``, or
+                the agent's run closes the browser when it ends); default: a
+                headless one on actonce's Chromium (``find_chromium``), no
+                extensions, kept alive until :meth:`aclose` kills it.
             allow_origins: other origins a guarded perform may send to.
+            profile: more ``BrowserProfile`` settings for the default browser
+                (``wait_between_actions=0.05`` ...).
         """
         owns = browser_session is None
         if browser_session is None:
@@ -164,7 +169,9 @@ class GuardedBrowser:
                 headless=headless,
                 user_data_dir=None,
                 enable_default_extensions=False,  # they would be downloaded
+                keep_alive=True,  # an agent's run must not close the guarded actions' browser
                 args=list(DEFAULT_ARGS),
+                **(profile or {}),
             )
             browser_session = BrowserSession(browser_profile=profile)
         guarded = cls(

@@ -34,12 +34,14 @@ for _name, _value in {
 }.items():
     os.environ.setdefault(_name, _value)
 
-if os.environ.get("ACTONCE_REQUIRE_BROWSER_USE"):
-    import browser_use  # noqa: F401  (a failure here is the point)
-else:
-    pytest.importorskip("browser_use", reason="pip install 'actonce[browser-use]'")
 
-pytestmark = pytest.mark.browser
+def need_browser_use() -> None:
+    """Skip the calling test module without browser-use (fail under ACTONCE_REQUIRE_BROWSER_USE)."""
+    if os.environ.get("ACTONCE_REQUIRE_BROWSER_USE"):
+        import browser_use  # noqa: F401  (a failure here is the point)
+    else:
+        pytest.importorskip("browser_use", reason="pip install 'actonce[browser-use]'")
+
 
 _far: list[str] = []
 

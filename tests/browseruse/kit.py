@@ -31,7 +31,9 @@ POST = Policy(
 
 def post_key(text: str) -> Any:
     """The key of "alice publishes ``text``": the action's business arguments only."""
-    return effect_key(tenant="sandbox", actor="alice", kind="post", object=text, operation="publish")
+    return effect_key(
+        tenant="sandbox", actor="alice", kind="post", object=text, operation="publish"
+    )
 
 
 async def start(ledger: AsyncLedger, origin: str, evidence: str) -> GuardedBrowser:

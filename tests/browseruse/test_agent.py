@@ -12,13 +12,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from actonce import AsyncLedger, RefusalReason, Status
-from actonce.adapters.browser_use import element_index
 from actonce.sandbox import FaultRule, SandboxServer
 from actonce.testing import observing
 
-from .conftest import mutating
-from .kit import post_key, post_registry, results, run_agent, start
+from .conftest import mutating, need_browser_use
+
+need_browser_use()
+pytestmark = pytest.mark.browser
+
+from actonce.adapters.browser_use import element_index  # noqa: E402
+
+from .kit import post_key, post_registry, results, run_agent, start  # noqa: E402
 
 LOGIN = [("POST", "/login")]
 
@@ -74,12 +81,19 @@ async def test_the_model_calling_the_guarded_action_twice_posts_once(
     try:
         _model, history = await run_agent(
             guarded,
-            [{"publish_post": {"text": "Once, said twice"}}, {"publish_post": {"text": "Once, said twice"}}],
+            [
+                {"publish_post": {"text": "Once, said twice"}},
+                {"publish_post": {"text": "Once, said twice"}},
+            ],
         )
     finally:
         await guarded.aclose()
     first, second = (answer(r) for r in results(history)[:2])
-    assert (first["outcome"], first["performed"], first["status"]) == ("completed", True, "confirmed")
+    assert (first["outcome"], first["performed"], first["status"]) == (
+        "completed",
+        True,
+        "confirmed",
+    )
     assert (second["outcome"], second["performed"]) == ("skipped", False)
     assert first["result_ref"] == second["result_ref"] == base + "/posts/1"
     assert mutating(server) == [*LOGIN, ("POST", "/compose")]
@@ -104,7 +118,10 @@ async def test_a_lost_answer_during_the_guarded_action_is_unknown_then_reconcile
         with observing(search_down_after_the_perform):
             _model, history = await run_agent(
                 guarded,
-                [{"publish_post": {"text": "Lost, then found"}}, {"publish_post": {"text": "Lost, then found"}}],
+                [
+                    {"publish_post": {"text": "Lost, then found"}},
+                    {"publish_post": {"text": "Lost, then found"}},
+                ],
             )
         first, again = (answer(r) for r in results(history)[:2])
         assert (first["outcome"], first["performed"], first["status"]) == (
@@ -167,7 +184,7 @@ async def test_popup_iframe_fetch_and_beacon_posts_outside_an_effect_are_refused
         " document.body.append(form); return 'ready'; })()"
     )
     shared_worker = (
-        "(() => { new SharedWorker(URL.createObjectURL(new Blob([\"onconnect = () =>"
+        '(() => { new SharedWorker(URL.createObjectURL(new Blob(["onconnect = () =>'
         " fetch(self.origin + '/compose', {method: 'POST', body: 'text=s'})\"]))).port.start();"
         " return 'started'; })()"
     )

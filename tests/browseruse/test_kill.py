@@ -19,11 +19,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from actonce import AsyncLedger, Status
 from actonce.sandbox import SandboxServer
 
-from .conftest import mutating
-from .kit import post_key
+from .conftest import mutating, need_browser_use
+
+need_browser_use()
+pytestmark = pytest.mark.browser
+
+from .kit import post_key  # noqa: E402
 
 AGENT = Path(__file__).with_name("agent_proc.py")
 

@@ -305,4 +305,3 @@ class CDPFirewall:
             outcome = self._on_refused(refused)
             if outcome is not None:
                 await outcome
-

@@ -102,7 +102,9 @@ class GuardedBrowser:
             raise UsageError(f"a GuardedBrowser records in an AsyncLedger, not {ledger!r}")
         for entry in allow:
             if not isinstance(entry, RequestPattern) or entry.origin is None:
-                raise UsageError(f"an allowlist entry is a RequestPattern with its origin: {entry!r}")
+                raise UsageError(
+                    f"an allowlist entry is a RequestPattern with its origin: {entry!r}"
+                )
         self.ledger = ledger
         self.actor = actor
         self.allow = tuple(allow)
@@ -264,9 +266,9 @@ class GuardedBrowser:
         ``make``'s after ``session``. ``key(**arguments)`` is the effect
         key: from the business arguments only, so that the model calling
         again (a retry, a second step) meets the same effect.
-        ``requests``: the mutating requests the submit makes (declared on
-        the bound effect; also how a refused click is matched to this
-        action in the model's answer).
+        ``requests``: the mutating requests the submit makes (method and
+        path): a refused click that made one of them is answered with this
+        action's name.
         """
 
         def deco(make: MakeEffect) -> MakeEffect:
@@ -308,8 +310,6 @@ class GuardedBrowser:
         try:
             made = make(session, **arguments)
             bound = made if isinstance(made, AsyncEffect) else session.effect(made)
-            if declared and not getattr(bound, "requests", ()):
-                bound.requests = declared
             effect = as_effect(bound, key(**arguments), policy=policy)
             perform = bound.perform
             allowed = tuple(RequestPattern("*", "*", origin=o) for o in session.allow_origins)
@@ -318,7 +318,10 @@ class GuardedBrowser:
                 # What the network guard lets pass untouched during the perform
                 # (the other origins it allows) must pass here too; the guard
                 # itself sends the effect's own requests, outside the browser.
-                entry = (effect.key.value if isinstance(effect.key, EffectKey) else effect.key, allowed)
+                entry = (
+                    effect.key.value if isinstance(effect.key, EffectKey) else effect.key,
+                    allowed,
+                )
                 self._performing.append(entry)
                 try:
                     return await perform()
@@ -326,7 +329,9 @@ class GuardedBrowser:
                     self._performing.remove(entry)
 
             try:
-                result = await self.ledger.run(dataclasses.replace(effect, perform=perform_in_window))
+                result = await self.ledger.run(
+                    dataclasses.replace(effect, perform=perform_in_window)
+                )
             finally:
                 await self._agent_tab_in_front()
         except ActOnceError as exc:

@@ -22,19 +22,18 @@ for name, value in {
 }.items():
     os.environ.setdefault(name, value)
 
-from kit import results, run_agent, start  # noqa: E402  (its own folder)
+from kit import alice, results, run_agent  # noqa: E402  (its own folder)
 
 from actonce import AsyncLedger  # noqa: E402
 
 
 async def main(config: dict[str, str]) -> None:
     ledger = AsyncLedger.open(config["ledger"])
-    guarded = await start(ledger, config["origin"], config["evidence"])
     try:
-        _model, history = await run_agent(guarded, [{"publish_post": {"text": config["text"]}}])
+        async with alice(ledger, config["origin"], config["evidence"]) as guarded:
+            _model, history = await run_agent(guarded, [{"publish_post": {"text": config["text"]}}])
         print(json.dumps({"answer": json.loads(results(history)[0]["content"])}), flush=True)
     finally:
-        await guarded.aclose()
         await ledger.aclose()
 
 

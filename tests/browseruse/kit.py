@@ -6,7 +6,8 @@ Imported by the tests (``tests.browseruse.kit``) and by ``agent_proc.py``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from actonce import AsyncLedger, Policy, Registry, RequestPattern, effect_key
@@ -36,7 +37,8 @@ def post_key(text: str) -> Any:
     )
 
 
-async def start(ledger: AsyncLedger, origin: str, evidence: str) -> GuardedBrowser:
+@contextlib.asynccontextmanager
+async def alice(ledger: AsyncLedger, origin: str, evidence: str) -> AsyncIterator[GuardedBrowser]:
     """alice's guarded browser, signed in, with the guarded ``publish_post`` action."""
     from actonce.sandbox import SEED_USERS
 
@@ -63,10 +65,9 @@ async def start(ledger: AsyncLedger, origin: str, evidence: str) -> GuardedBrows
         def publish_post(session: Any, text: str) -> Any:
             return session.post_effect(text)
 
-    except BaseException:
+        yield guarded
+    finally:
         await guarded.aclose()
-        raise
-    return guarded
 
 
 def post_registry(guarded: GuardedBrowser) -> Registry:

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.browser
 
 from actonce.adapters.browser_use import element_index  # noqa: E402
 
-from .kit import post_key, post_registry, results, run_agent, start  # noqa: E402
+from .kit import alice, post_key, post_registry, results, run_agent  # noqa: E402
 
 LOGIN = [("POST", "/login")]
 
@@ -39,8 +39,7 @@ def answer(result: dict[str, Any]) -> dict[str, Any]:
 async def test_the_model_clicking_publish_itself_is_refused_and_recorded(
     server: SandboxServer, base: str, ledger: AsyncLedger, tmp_path: Path
 ) -> None:
-    guarded = await start(ledger, base, str(tmp_path / "evidence"))
-    try:
+    async with alice(ledger, base, str(tmp_path / "evidence")) as guarded:
         model, history = await run_agent(
             guarded,
             [
@@ -50,8 +49,6 @@ async def test_the_model_clicking_publish_itself_is_refused_and_recorded(
                 {"wait": {"seconds": 0}},
             ],
         )
-    finally:
-        await guarded.aclose()
     click = results(history)[2]
     # The click "worked" in the page; its request never left, and the model is told why.
     assert "Clicked" in (click["content"] or "")
@@ -77,8 +74,7 @@ async def test_the_model_clicking_publish_itself_is_refused_and_recorded(
 async def test_the_model_calling_the_guarded_action_twice_posts_once(
     server: SandboxServer, base: str, ledger: AsyncLedger, tmp_path: Path
 ) -> None:
-    guarded = await start(ledger, base, str(tmp_path / "evidence"))
-    try:
+    async with alice(ledger, base, str(tmp_path / "evidence")) as guarded:
         _model, history = await run_agent(
             guarded,
             [
@@ -86,8 +82,6 @@ async def test_the_model_calling_the_guarded_action_twice_posts_once(
                 {"publish_post": {"text": "Once, said twice"}},
             ],
         )
-    finally:
-        await guarded.aclose()
     first, second = (answer(r) for r in results(history)[:2])
     assert (first["outcome"], first["performed"], first["status"]) == (
         "completed",
@@ -113,8 +107,7 @@ async def test_a_lost_answer_during_the_guarded_action_is_unknown_then_reconcile
         if point == "after_perform":
             server.sandbox.faults.configure([FaultRule("view.search", "rate_limit")])
 
-    guarded = await start(ledger, base, str(tmp_path / "evidence"))
-    try:
+    async with alice(ledger, base, str(tmp_path / "evidence")) as guarded:
         with observing(search_down_after_the_perform):
             _model, history = await run_agent(
                 guarded,
@@ -140,8 +133,6 @@ async def test_a_lost_answer_during_the_guarded_action_is_unknown_then_reconcile
             report = await reconciler.reconcile()
         finally:
             await reconciler.aclose()
-    finally:
-        await guarded.aclose()
     assert [r.status for r in report.results] == [Status.CONFIRMED], report.results
     record = await ledger.get(post_key("Lost, then found").value)
     assert record is not None and record.status is Status.CONFIRMED
@@ -197,13 +188,10 @@ async def test_popup_iframe_fetch_and_beacon_posts_outside_an_effect_are_refused
         {"evaluate": {"code": shared_worker}},
         {"wait": {"seconds": 0}},
     ]
-    guarded = await start(ledger, base, str(tmp_path / "evidence"))
-    try:
+    async with alice(ledger, base, str(tmp_path / "evidence")) as guarded:
         _model, history = await run_agent(guarded, steps, max_steps=len(steps) + 1)
         await guarded.firewall.settled()
         blocked = guarded.firewall.blocked_workers
-    finally:
-        await guarded.aclose()
     said = results(history)
     assert [said[i]["content"] for i in (1, 2, 5)] == ["refused", "refused", "refused"]
     refusals = await ledger.firewall.refusals(limit=100)

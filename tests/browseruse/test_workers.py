@@ -26,7 +26,7 @@ from .conftest import need_browser_use
 need_browser_use()
 pytestmark = pytest.mark.browser
 
-from .kit import run_agent, start  # noqa: E402
+from .kit import alice, run_agent  # noqa: E402
 
 WORKER = b"""
 self.addEventListener('install', e => e.waitUntil(fetch('/hit', {method: 'POST', body: 'x'})));
@@ -74,8 +74,7 @@ async def test_a_service_worker_never_runs(
     site: str, base: str, ledger: AsyncLedger, tmp_path: Path
 ) -> None:
     register = "(() => { navigator.serviceWorker.register('/sw.js'); return 'asked'; })()"
-    guarded = await start(ledger, base, str(tmp_path / "evidence"))
-    try:
+    async with alice(ledger, base, str(tmp_path / "evidence")) as guarded:
         await run_agent(
             guarded, [{"navigate": {"url": site + "/"}}, {"evaluate": {"code": register}}]
         )
@@ -85,7 +84,5 @@ async def test_a_service_worker_never_runs(
                 0.05
             )  # sync-ok: the pause of a poll on a condition, with a deadline
         blocked = guarded.firewall.blocked_workers
-    finally:
-        await guarded.aclose()
     assert Site.posts == []
     assert blocked >= 1  # each start of it was refused

@@ -1,22 +1,25 @@
 """The write firewall at the DevTools-protocol layer: every target of one Chromium.
 
 browser-use drives Chromium over the DevTools protocol itself (``cdp-use``),
-not through Playwright, so a Playwright route cannot see what it does. This
-module opens a DevTools connection of its own to the same browser and
-intercepts there, below every client:
+not through Playwright: it launches the browser, opens its own tabs, and no
+Playwright context of actonce's ever holds its pages. So the firewall sits
+on the browser: this module opens a DevTools connection of its own to the
+same Chromium and intercepts there, for every client:
 
 - ``Target.setAutoAttach`` at the browser level (``waitForDebuggerOnStart``,
   flattened sessions) attaches to every page, popup and worker — existing
   ones and each new one *before it runs*, whoever created it (browser-use,
   a ``window.open``, a ``target=_blank`` form). Each page also auto-attaches
-  its children: cross-process iframes and dedicated workers.
+  its children: cross-process iframes and dedicated workers (whose requests
+  are paused on their page's session).
 - On every target, ``Fetch.enable`` at the request stage pauses each request;
   safe methods (GET, HEAD, OPTIONS) continue at once, and every other one is
   put to ``judge``: allowed ones continue, refused ones never leave the
   browser (``Fetch.failRequest``, ``BlockedByClient``; a refused navigation
   is answered with a short page saying why, so the agent reads it).
-- Pages bypass service workers (``Network.setBypassServiceWorker``): a
-  worker cannot answer, or resend, a page's request out of sight.
+- Service and shared workers never run (left waiting for the debugger,
+  then closed: they fetch on their own, outside any page), and pages
+  bypass service workers (``Network.setBypassServiceWorker``).
 
 Chromium runs the Fetch interceptors of its clients newest first, so a
 Playwright route installed later (actonce's network guard during a perform)
@@ -48,9 +51,8 @@ __all__ = ["SAFE_METHODS", "CDPFirewall", "Refused", "Request"]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods that never reach ``judge``."""
 
-_INTERCEPTED = frozenset({"page", "iframe"})
-_BLOCKED = frozenset({"service_worker", "shared_worker"})
 _PAGES = frozenset({"page", "iframe"})
+_BLOCKED = frozenset({"service_worker", "shared_worker"})
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 _ALL_REQUESTS = {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
 
@@ -130,6 +132,7 @@ class CDPFirewall:
         self._client: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._deciding: set[asyncio.Task[None]] = set()  # requests paused, not yet decided
+        self._attaching: set[asyncio.Task[None]] = set()  # targets attached, not yet set up
         self._targets: dict[str, str] = {}  # session id -> target id
         self._urls: dict[str, str] = {}  # target id -> its URL, as last seen
         self.refused: list[Refused] = []
@@ -150,14 +153,19 @@ class CDPFirewall:
         client = CDPClient(cdp_url)
         await client.start()
         self._client = client
-        client.register.Target.attachedToTarget(self._spawner(self._attached))
+        client.register.Target.attachedToTarget(self._spawner(self._attached, self._attaching))
         client.register.Target.detachedFromTarget(self._spawner(self._detached))
         client.register.Target.targetInfoChanged(self._spawner(self._info_changed))
         client.register.Fetch.requestPaused(self._spawner(self._paused, self._deciding))
         watcher = asyncio.ensure_future(self._watch(client))
         self._tasks.add(watcher)
         await client.send_raw("Target.setDiscoverTargets", {"discover": True})
+        # Chromium announces the targets that exist before it answers this;
+        # their set-up (Fetch on each) is done before attach() returns.
         await client.send_raw("Target.setAutoAttach", _AUTO_ATTACH)
+        deadline = time.monotonic() + 10.0
+        while self._attaching and time.monotonic() < deadline:  # children attach meanwhile
+            await asyncio.wait(list(self._attaching), timeout=deadline - time.monotonic())
 
     async def aclose(self) -> None:
         """Stop intercepting (the browser goes on without the firewall)."""
@@ -224,16 +232,17 @@ class CDPFirewall:
             with contextlib.suppress(Exception):
                 await self._send("Target.closeTarget", {"targetId": info.get("targetId")}, None)
             return
-        try:
-            if kind in _INTERCEPTED:
+        if kind in _PAGES:
+            try:
                 await self._send("Fetch.enable", _ALL_REQUESTS, session)
-            if kind in _PAGES:
                 await self._send("Target.setAutoAttach", _AUTO_ATTACH, session)
-        finally:
-            # Released in any case: a target left waiting would hang the browser.
-            if event.get("waitingForDebugger"):
+            except Exception:
+                # Closed, never open: a page the firewall cannot see never runs.
                 with contextlib.suppress(Exception):
-                    await self._send("Runtime.runIfWaitingForDebugger", {}, session)
+                    await self._send("Target.closeTarget", {"targetId": info.get("targetId")}, None)
+                raise
+        if event.get("waitingForDebugger"):
+            await self._send("Runtime.runIfWaitingForDebugger", {}, session)
         if kind in _PAGES:
             # Only answered once a new popup runs, so after the release. Its
             # first request cannot meet a worker either: none ever runs.

@@ -282,7 +282,7 @@ class GuardedBrowser:
 
             async def guarded_action(*values: Any) -> Any:
                 arguments = dict(zip(names, values, strict=True))
-                answer = await self._run(make, key, arguments, declared, policy)
+                answer = await self._run(make, key, arguments, policy)
                 memory = f"{action_name}: {answer['outcome']} ({answer['advice']})"
                 return ActionResult(extracted_content=json.dumps(answer), long_term_memory=memory)
 
@@ -303,12 +303,13 @@ class GuardedBrowser:
         make: MakeEffect,
         key: Callable[..., EffectKey | str],
         arguments: dict[str, Any],
-        declared: tuple[RequestPattern, ...],
         policy: Policy | None,
     ) -> dict[str, Any]:
         session = self.session
         try:
             made = make(session, **arguments)
+            if not isinstance(made, AsyncEffect | SiteEffect):
+                raise UsageError(f"a guarded action makes a SiteEffect, not {made!r}")
             bound = made if isinstance(made, AsyncEffect) else session.effect(made)
             effect = as_effect(bound, key(**arguments), policy=policy)
             perform = bound.perform

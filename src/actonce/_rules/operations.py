@@ -375,13 +375,12 @@ def _compensation(steps: Sequence[StepState], pivot: int, why: str | None = None
             continue
         if s.undo in _DOUBT or (s.undo is Status.FAILED and not s.undo_retry):
             # An undo in doubt, or one the provider refused: a human decides.
-            return Assessment(
-                OperationState.NEEDS_REVIEW,
-                Next.STOP,
-                i,
-                f"the undo of {s.name} is {s.undo}",
-                undo=True,
+            why = (
+                f"the undo of {s.name} was refused: {s.name} still stands"
+                if s.undo is Status.FAILED
+                else f"the undo of {s.name} is {s.undo}"
             )
+            return Assessment(OperationState.NEEDS_REVIEW, Next.STOP, i, why, undo=True)
         if s.undo in _BUSY:
             return Assessment(OperationState.COMPENSATING, Next.WAIT, i, f"undoing {s.name}")
         state = (

@@ -41,6 +41,7 @@ __all__ = [
     "RunSummary",
     "SummaryItem",
     "classify",
+    "open_why",
 ]
 
 
@@ -111,6 +112,13 @@ def classify(result: RunResult) -> tuple[ItemClass, str | None]:
     if out is Outcome.HARD_STOP:
         return ItemClass.STOPPED, None
     return ItemClass.FAILED, None
+
+
+def open_why(status: Status) -> str:
+    """Why an open effect is still open, when its record does not say."""
+    if status in (Status.CLAIMED, Status.EXECUTING):
+        return "its owner's lease is still live"
+    return "outcome not proven"
 
 
 @dataclass(frozen=True, slots=True)

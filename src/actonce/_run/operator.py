@@ -19,9 +19,8 @@ The stages, and what each guarantees:
    stop: new work never starts while an effect of this operator may have
    happened (seed 000, section 7). The summary names each one and why.
 3. **identity**: the hook confirms who the run acts as; doubt is a hard stop.
-4. **operations**: the operations with work due (a message to send again
-   after its backoff, an undo a withdrawal queued) that the ``resume`` hook
-   hands back get one pass each.
+4. **operations**: each operation with work due (a message to resend after
+   its backoff, a queued undo) that the ``resume`` hook hands back: one pass.
 5. **observe**, **rank**: the candidates, in the order worth trying (a model
    may rank; it never touches the guarantees below).
 6. per candidate: **quality** (a reason not to do it is a quality skip,
@@ -57,10 +56,12 @@ from .._rules.operator import (
     RunSummary,
     SummaryItem,
     classify,
+    open_why,
 )
 from .._rules.text import world_text
 from .._store.records import LeaseRecord, LeaseResult
 from .budgets import BudgetUsage
+from .operation_review import OperationsDue, OperationsIn
 from .ops import NOW, Get, Hook, Hooked, Op, OpenEffects, Select, StoreOp, Tick
 
 __all__ = [
@@ -124,20 +125,6 @@ class LeaseRelease(StoreOp):
 class SummaryPut(StoreOp):
     primitive: ClassVar[str] = "summary_put"
     summary: RunSummary
-
-
-@dataclass(frozen=True, slots=True)
-class OperationsDue(StoreOp):
-    primitive: ClassVar[str] = "operations_due"
-    now: float
-    limit: int
-
-
-@dataclass(frozen=True, slots=True)
-class OperationsIn(StoreOp):
-    primitive: ClassVar[str] = "operations_in"
-    state: str
-    limit: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +345,7 @@ def _reconcile(run: _Run) -> Gen:
     if not left:
         return
     for record in left:
-        why = notes.get(record.key) or _text(record.reason or _open_why(record.status))
+        why = notes.get(record.key) or _text(record.reason or open_why(record.status))
         run.items.append(
             SummaryItem(
                 label=f"{record.kind} {record.key[:12]}",
@@ -381,12 +368,6 @@ def _reconcile(run: _Run) -> Gen:
     )
 
 
-def _open_why(status: Status) -> str:
-    if status in (Status.CLAIMED, Status.EXECUTING):
-        return "its owner's lease is still live"
-    return "outcome not proven"
-
-
 # --- the operations' due work ----------------------------------------------------------------
 
 
@@ -394,22 +375,17 @@ def _operations(run: _Run) -> Gen:
     """One pass of each operation with work due that the ``resume`` hook hands back."""
     run.stage = RunStage.OPERATIONS
     tick: Tick = yield NOW
-    due: list[str] = yield OperationsDue(tick.now, run.cfg.limit)
-    for op_id in due:
+    for op_id in (yield OperationsDue(tick.now, run.cfg.limit)):
         yield from _beat(run)
         got = yield from _call("resume", op_id)
+        if isinstance(got.error, HardStop):
+            raise _Stopped(RunStop(RunStage.OPERATIONS, f"{op_id}: {_error(got.error)}"))
         if got.error is not None:
-            if isinstance(got.error, HardStop):
-                raise _Stopped(RunStop(RunStage.OPERATIONS, f"{op_id}: {_error(got.error)}"))
-            run.items.append(
-                SummaryItem(op_id, ItemClass.FAILED, RunStage.OPERATIONS,
-                            reason=f"its pass raised: {_error(got.error)}")
-            )  # fmt: skip
-            continue
-        if got.value is None:
-            continue  # not this operator's
-        state = str(getattr(got.value.state, "value", got.value.state))
-        run.operations[state] = run.operations.get(state, 0) + 1
+            why = f"its pass raised: {_error(got.error)}"
+            run.items.append(SummaryItem(op_id, ItemClass.FAILED, RunStage.OPERATIONS, reason=why))
+        elif got.value is not None:  # None: not this operator's
+            state = str(got.value.state)
+            run.operations[state] = run.operations.get(state, 0) + 1
 
 
 # --- one candidate --------------------------------------------------------------------------
@@ -593,11 +569,8 @@ def _finish(run: _Run) -> Generator[Op, Any, RunSummary]:
         budget = tuple(u.as_json() for u in usages[:50])
     except LedgerError:
         budget = ()
-    try:
-        waiting: list[tuple[str, float]] = yield OperationsIn("needs_review", 10_000)
-        run.operations["in_review"] = len(waiting)
-    except LedgerError:
-        pass
+    with contextlib.suppress(LedgerError):  # the operations waiting for a person
+        run.operations["in_review"] = len((yield OperationsIn("needs_review", 10_000)))
     if run.held_by is not None:
         status = RunStatus.LOCKED_SKIP
     else:

@@ -8,6 +8,7 @@ fail under CI (``CI`` set), never a silent skip there.
 from __future__ import annotations
 
 import os
+from typing import NoReturn
 
 import pytest
 
@@ -15,6 +16,13 @@ ENABLE = (
     "PostgreSQL tests are off: set ACTONCE_TEST_POSTGRES_DSN="
     "postgresql://postgres@127.0.0.1:5432/test to run them"
 )
+
+
+def skip_or_fail(message: str, *, module_level: bool = False) -> NoReturn:
+    """Skip with ``message`` on a laptop; fail with it under CI (``CI`` set)."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message, allow_module_level=module_level)
 
 
 def postgres_dsn() -> str:
@@ -28,10 +36,7 @@ def postgres_dsn() -> str:
         with psycopg.connect(dsn, connect_timeout=5) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        message = f"PostgreSQL at {dsn} is unreachable: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        skip_or_fail(f"PostgreSQL at {dsn} is unreachable: {exc}")
     return dsn
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect
+from ._firewall import AsyncFirewallLog, FirewallLog
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
 from ._operations import (
@@ -58,6 +59,17 @@ from ._rules.errors import (
     UsageError,
 )
 from ._rules.facts import Fact, Freshness
+from ._rules.firewall import (
+    RefusalReason,
+    RequestPattern,
+    SubmitWindow,
+    WireAction,
+    WireDecision,
+    WriteRefusal,
+    bare_url,
+    judge_request,
+    origin_of,
+)
 from ._rules.holds import Draw, Gate, Hold, HoldKind, HoldStatus
 from ._rules.intents import Intent, IntentRef, IntentStatus, intent_key
 from ._rules.keys import EffectKey, canonical_json, effect_key
@@ -97,6 +109,7 @@ from ._store.base import (
     AsyncQueueStore,
     AsyncStore,
     EffectStore,
+    FirewallStore,
     LeaseStore,
     QueueStore,
     RunStore,
@@ -173,6 +186,7 @@ __all__ = [
     "AsyncApprovals",
     "AsyncBudgets",
     "AsyncEffectStore",
+    "AsyncFirewallLog",
     "AsyncHooks",
     "AsyncIntents",
     "AsyncLease",
@@ -202,6 +216,8 @@ __all__ = [
     "EventType",
     "Fact",
     "FingerprintKey",
+    "FirewallLog",
+    "FirewallStore",
     "Freshness",
     "Gate",
     "HardStop",
@@ -253,7 +269,9 @@ __all__ = [
     "Receipt",
     "ReconcileReport",
     "Refusal",
+    "RefusalReason",
     "Registry",
+    "RequestPattern",
     "Resolution",
     "RevisionResult",
     "Role",
@@ -270,6 +288,7 @@ __all__ = [
     "Status",
     "Step",
     "Store",
+    "SubmitWindow",
     "SummaryItem",
     "SystemClock",
     "Telemetry",
@@ -279,16 +298,22 @@ __all__ = [
     "UnknownEffect",
     "UsageError",
     "Verdict",
+    "WireAction",
+    "WireDecision",
     "WorkQueue",
+    "WriteRefusal",
     "__version__",
     "aprovider_retry",
+    "bare_url",
     "canonical_json",
     "effect_key",
     "intent_key",
     "is_secret_name",
+    "judge_request",
     "mask_url",
     "open_ledger",
     "open_store",
+    "origin_of",
     "provider_retry",
     "registry",
     "scrub_text",

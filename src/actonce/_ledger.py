@@ -19,6 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._budgets import AsyncBudgets, Budgets
 from ._effect import Effect, new_run_id, once_effect
+from ._firewall import AsyncFirewallLog, FirewallLog
 from ._ledger_base import LedgerBase
 from ._operations import AsyncOperations, Operation, Operations
 from ._registry import Registry
@@ -97,6 +98,8 @@ class Ledger(LedgerBase):
         """Budget pools (see :class:`~actonce.Budgets`)."""
         self.operations = Operations(self)
         """Multi-step operations and people's decisions (see :class:`~actonce.Operations`)."""
+        self.firewall = FirewallLog(self)
+        """The write firewall's refusals (see :class:`~actonce.FirewallLog`)."""
 
     def _drive(self, steps: Generator[Op, Any, T]) -> T:
         result: T = self._driver.run(steps)
@@ -392,6 +395,8 @@ class AsyncLedger(LedgerBase):
         """Budget pools (see :class:`~actonce.AsyncBudgets`)."""
         self.operations = AsyncOperations(self)
         """Multi-step operations (see :class:`~actonce.AsyncOperations`)."""
+        self.firewall = AsyncFirewallLog(self)
+        """The write firewall's refusals (see :class:`~actonce.AsyncFirewallLog`)."""
 
     async def _drive(self, steps: Generator[Op, Any, T]) -> T:
         result: T = await self._driver.run(steps)

@@ -42,7 +42,7 @@ PUBLIC = {
 }
 FACADES = {"actonce._ledger", "actonce._ledger_base", "actonce._leases", "actonce._queue",
            "actonce._registry", "actonce._effect", "actonce._approvals", "actonce._budgets",
-           "actonce._operations", "actonce._operator"}  # fmt: skip
+           "actonce._operations", "actonce._operator", "actonce._firewall"}  # fmt: skip
 
 
 def _module_of(path: Path) -> str:

@@ -19,6 +19,8 @@ same transaction. A lost race is a value, never an exception.
 - :class:`LeaseStore`: operator leases (see :mod:`actonce._leases`).
 - :class:`QueueStore`: work hand-out (see :mod:`actonce._queue`).
 - :class:`RunStore`: operator run summaries (see :mod:`actonce._store.summary_ops`).
+- :class:`FirewallStore`: the write firewall's refusals (see
+  :mod:`actonce._store.firewall_ops`).
 - :class:`IntentStore`, :class:`ApprovalStore`: versioned intents, approval
   packets and the holds of gated claims (see :mod:`actonce._store.intent_ops`,
   :mod:`actonce._store.approval_ops`, :mod:`actonce._store.gated_ops`).
@@ -45,6 +47,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._rules.approvals import ApprovalStatus, Packet
 from .._rules.budgets import Pool, PoolUsage
+from .._rules.firewall import RefusalReason, WriteRefusal
 from .._rules.holds import Gate, Hold, Settle
 from .._rules.intents import Intent, IntentRef, IntentStatus
 from .._rules.model import EffectRecord, Event, Status
@@ -61,6 +64,7 @@ __all__ = [
     "ClaimResult",
     "EffectStore",
     "Expect",
+    "FirewallStore",
     "IntentStore",
     "LeaseStore",
     "OperationStore",
@@ -315,9 +319,34 @@ class RunStore(Protocol):
     def summary_list(self, operator: str | None, limit: int) -> list[RunSummary]: ...
 
 
+class FirewallStore(Protocol):
+    """The write firewall's refusals, synchronous (see :mod:`actonce._store.firewall_ops`).
+
+    ``refusal_put`` appends one refusal at ledger time ``now`` and answers it
+    with its ``id`` and ``at``; ``refusal_list`` answers the newest first
+    (``before``: an id, to page on); ``refusal_counts``: per actor, per reason.
+    """
+
+    def refusal_put(self, refusal: WriteRefusal, now: float) -> WriteRefusal: ...
+
+    def refusal_list(
+        self, actor: str | None, limit: int, before: int | None
+    ) -> list[WriteRefusal]: ...
+
+    def refusal_counts(self) -> dict[str, dict[RefusalReason, int]]: ...
+
+
 @runtime_checkable
 class Store(
-    EffectStore, LeaseStore, QueueStore, IntentStore, ApprovalStore, BudgetStore, RunStore, Protocol
+    EffectStore,
+    LeaseStore,
+    QueueStore,
+    IntentStore,
+    ApprovalStore,
+    BudgetStore,
+    RunStore,
+    FirewallStore,
+    Protocol,
 ):
     """A synchronous ledger backend with every domain."""
 

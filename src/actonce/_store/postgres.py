@@ -31,7 +31,16 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import approval_ops, budget_ops, gated_ops, intent_ops, listing, operation_ops, summary_ops
+from . import (
+    approval_ops,
+    budget_ops,
+    firewall_ops,
+    gated_ops,
+    intent_ops,
+    listing,
+    operation_ops,
+    summary_ops,
+)
 from . import postgres_ops as ops
 from .base import Expect
 from .postgres_schema import open_schema, parse_url, target_of
@@ -352,6 +361,9 @@ class PostgresStore:
     summary_put = _sync_tx(_q(summary_ops.summary_put))
     summary_get = _sync(_q(summary_ops.summary_get))
     summary_list = _sync(_q(summary_ops.summary_list))
+    refusal_put = _sync_tx(_q(firewall_ops.refusal_put))
+    refusal_list = _sync(_q(firewall_ops.refusal_list))
+    refusal_counts = _sync(_q(firewall_ops.refusal_counts))
 
     def close(self) -> None:
         self._pool.close()
@@ -532,6 +544,9 @@ class AsyncPostgresStore:
     summary_put = _async_tx(_q(summary_ops.summary_put))
     summary_get = _async(_q(summary_ops.summary_get))
     summary_list = _async(_q(summary_ops.summary_list))
+    refusal_put = _async_tx(_q(firewall_ops.refusal_put))
+    refusal_list = _async(_q(firewall_ops.refusal_list))
+    refusal_counts = _async(_q(firewall_ops.refusal_counts))
 
     async def aclose(self) -> None:
         if self._pool is not None:

@@ -38,7 +38,16 @@ from .._rules.errors import (
 )
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
-from . import approval_ops, budget_ops, gated_ops, intent_ops, listing, operation_ops, summary_ops
+from . import (
+    approval_ops,
+    budget_ops,
+    firewall_ops,
+    gated_ops,
+    intent_ops,
+    listing,
+    operation_ops,
+    summary_ops,
+)
 from . import migrations as _migrations
 from . import sql as q
 from .base import Expect
@@ -437,6 +446,9 @@ class SQLiteStore:
     summary_put = _writes(summary_ops.summary_put)
     summary_get = _reads(summary_ops.summary_get)
     summary_list = _reads(summary_ops.summary_list)
+    refusal_put = _writes(firewall_ops.refusal_put)
+    refusal_list = _reads(firewall_ops.refusal_list)
+    refusal_counts = _reads(firewall_ops.refusal_counts)
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
         params = (lease_expires_at, lease_expires_at, key, expect[0].value, expect[1])

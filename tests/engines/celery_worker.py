@@ -1,0 +1,122 @@
+"""The Celery app the campaign's workers run: the recipe, at test scale, and a recorder.
+
+``celery -A celery_worker worker`` (from this folder) loads
+``examples/celery_orders.py`` unchanged and only
+
+- shortens its windows (``ENGINES_LEASE``, ``ENGINES_SETTLE`` seconds; the
+  broker's visibility timeout ``ENGINES_VISIBILITY``, swept every second,
+  the sweep's lock held 5 s at most), so that a dead worker's task comes
+  back within seconds, not an hour;
+- arms the crash points of the plan (``ENGINES_PLAN``, a JSON file
+  ``{ref: [point, ...]}``): the n-th delivery of a ref's task ``SIGKILL``s its
+  pool process at the n-th point of its list (``actonce.testing.arm``);
+- offers ``place_order_naive``: the same order placed without the ledger, so
+  that a campaign can show what the kills do without actonce;
+- records, in the test's own Redis: every delivery of a message
+  (``engines:messages:<ref>:<retries>``: more than one is a redelivery), and
+  an event stream (``engines:events``, JSON lines) of task starts, crash-point
+  passes (the parent times its random ``SIGKILL``s on them) and task ends.
+
+Everything it calls of actonce is public.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import redis
+from celery.signals import task_postrun, task_prerun, worker_ready
+
+from actonce import Policy
+from actonce.testing import arm, disarm, observe_points
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import celery_orders as recipe
+
+app = recipe.app
+_LEASE = float(os.environ["ENGINES_LEASE"])
+_SETTLE = float(os.environ["ENGINES_SETTLE"])
+recipe.POLICY = Policy(lease_seconds=_LEASE, settle_seconds=_SETTLE, absence_authoritative=True)
+recipe.RETRY_AFTER = _LEASE + _SETTLE
+app.conf.broker_transport_options = {
+    "visibility_timeout": float(os.environ["ENGINES_VISIBILITY"]),
+    "unacked_restore_interval": 1,
+    "unacked_restore_throttle": 1,
+    # The sweep holds a Redis lock; a worker killed inside a sweep keeps it
+    # until it expires (kombu's default: 300 s), and nothing is restored
+    # meanwhile. The campaign kills whole workers: keep that short.
+    "unacked_mutex_expire": 5,
+}
+with open(os.environ["ENGINES_PLAN"], encoding="utf-8") as fh:
+    _PLAN: dict[str, list[str]] = json.load(fh)
+
+EVENTS = "engines:events"
+_clients: dict[int, redis.Redis] = {}
+_now: dict[str, Any] = {"ref": None, "armed": None}
+
+
+def _redis() -> redis.Redis:
+    pid = os.getpid()  # one client per process: never a socket shared across the fork
+    if pid not in _clients:
+        _clients[pid] = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    return _clients[pid]
+
+
+def _event(kind: str, **facts: Any) -> None:
+    _redis().rpush(EVENTS, json.dumps({"kind": kind, "pid": os.getpid(), **facts}))
+
+
+@worker_ready.connect
+def _ready(**_: Any) -> None:
+    _event("ready")
+
+
+@task_prerun.connect
+def _start(task: Any, args: Any, **_: Any) -> None:
+    ref, retries = str(args[0]), int(task.request.retries or 0)
+    delivery = int(_redis().incr(f"engines:deliveries:{ref}"))
+    _redis().incr(f"engines:messages:{ref}:{retries}")
+    plan = _PLAN.get(ref, [])
+    point = plan[delivery - 1] if delivery <= len(plan) else None
+    if point is None:
+        disarm()
+    else:
+        arm(point, nth=1, mode="kill")
+    _now.update(ref=ref, armed=point)
+    info = task.request.delivery_info or {}
+    _event("start", ref=ref, delivery=delivery, retries=retries, armed=point,
+           redelivered=bool(info.get("redelivered")))  # fmt: skip
+
+
+def _pass(point: str) -> None:
+    _event("pass", ref=_now["ref"], point=point, fatal=point == _now["armed"])
+
+
+@task_postrun.connect
+def _end(args: Any, state: str | None, retval: Any, **_: Any) -> None:
+    disarm()
+    outcome = retval.get("outcome") if isinstance(retval, dict) else None
+    _event("end", ref=str(args[0]), state=state, outcome=outcome)
+    _now.update(ref=None, armed=None)
+
+
+observe_points(_pass)
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, name="celery_worker.place_order_naive")
+def place_order_naive(ref: str, amount: str) -> dict[str, Any]:
+    """The same task without the ledger: what the same kills do then.
+
+    It reports an ``after_perform`` pass (the parent's random kills land on
+    it) and dies there when the plan says so, as the recipe's run would.
+    """
+    order = recipe.create_order(ref, amount)
+    _pass("after_perform")
+    if _now["armed"] == "after_perform":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"outcome": "completed", "order": order}

@@ -63,16 +63,20 @@ class World:
             perform, lambda: self.provider.lookup(f"{ref}-{name}"), policy=POLICY, gate=gate,
         )  # fmt: skip
 
-    def operation(self, ref: IntentRef, packet: str | None = None) -> Operation:
+    def steps(self, ref: IntentRef, packet: str | None = None) -> list[Step]:
         current = Gate(intent=ref)
         pay_gate = Gate(ref, packet, Decimal("240")) if packet else current
         e = self.effect
-        return Operation(self.ledger, f"booking:{ref}", [
+        return [
             Step("hold", e(ref, "hold", current), "compensatable", undo=e(ref, "release", None)),
             Step("pay", e(ref, "pay", pay_gate), "compensatable", undo=e(ref, "void", None)),
             Step("book", e(ref, "book", current), "pivot"),
             Step("notify", e(ref, "notify", current), "retriable", attempts=3, backoff=30),
-        ], intent=ref, approval=packet)  # fmt: skip
+        ]
+
+    def operation(self, ref: IntentRef, packet: str | None = None) -> Operation:
+        steps = self.steps(ref, packet)
+        return Operation(self.ledger, f"booking:{ref}", steps, intent=ref, approval=packet)
 
     def waiting_for_approval(self) -> tuple[Operation, str]:
         """v1's hold is made; its payment waits for the user's approval."""
@@ -216,3 +220,29 @@ def test_reconcile_drives_a_message_until_it_is_given_up_with_its_reason() -> No
     assert w.ledger.operations.due() == [] and w.ledger.reconcile(resume=mine.get).operations == ()
     events = [e for e in w.ledger.events(notify.key) if e.type is EventType.EXECUTING]
     assert len(events) == 3  # three sends under the one key, never more
+
+
+async def test_the_async_operator_drives_its_operations_the_same_way() -> None:
+    from actonce import AsyncHooks, AsyncLedger, AsyncOperation, AsyncOperator
+
+    w = World()
+    op = _complete_with_a_dropped_message(w, drops=1)
+    ledger = AsyncLedger(w.ledger.store, clock=w.clock)
+    packet = op.plan.approval
+    again = AsyncOperation(ledger, op.op_id, w.steps(w.intent.ref, packet), intent=w.intent.ref,
+                           approval=packet)  # fmt: skip
+
+    class AsyncNotifier(AsyncHooks[str]):
+        async def observe(self) -> list[str]:
+            return []
+
+        async def plan(self, candidate: str) -> Any:
+            return None
+
+        async def resume(self, op_id: str) -> AsyncOperation | None:
+            return again if op_id == op.op_id else None
+
+    w.clock.advance(30)
+    summary = await AsyncOperator(ledger, "trips", AsyncNotifier(), kinds=("notify",)).run()
+    assert summary.operations == {"complete": 1, "in_review": 0}
+    assert w.provider.accepted()["trip@v1-notify"] == 1

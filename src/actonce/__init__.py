@@ -15,7 +15,15 @@ from ._effect import Effect
 from ._firewall import AsyncFirewallLog, FirewallLog
 from ._leases import AsyncLease, Lease
 from ._ledger import AsyncLedger, Ledger
-from ._operations import AsyncOperation, Operation, Step, aprovider_retry, provider_retry
+from ._operations import (
+    AsyncOperation,
+    AsyncOperations,
+    Operation,
+    Operations,
+    Step,
+    aprovider_retry,
+    provider_retry,
+)
 from ._operator import AsyncHooks, AsyncOperator, EffectPlan, Hooks, Operator
 from ._queue import AsyncWorkQueue, WorkQueue
 from ._registry import Registry, registry
@@ -80,13 +88,20 @@ from ._rules.model import (
     Unavailable,
     Verdict,
 )
-from ._rules.operations import Assessment, OperationState, Role
+from ._rules.operations import (
+    Assessment,
+    DecisionRecord,
+    OperationDecision,
+    OperationState,
+    Role,
+)
 from ._rules.operator import ItemClass, RunStage, RunStatus, RunStop, RunSummary, SummaryItem
 from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
 from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
 from ._run.operation import OperationResult
+from ._run.operation_view import OperationView
 from ._run.telemetry import Telemetry, TelemetryRun, TelemetryScope
 from ._store.base import (
     AsyncEffectStore,
@@ -178,6 +193,7 @@ __all__ = [
     "AsyncLeaseStore",
     "AsyncLedger",
     "AsyncOperation",
+    "AsyncOperations",
     "AsyncOperator",
     "AsyncPostgresStore",
     "AsyncQueueStore",
@@ -189,6 +205,7 @@ __all__ = [
     "Clock",
     "Confirmed",
     "Decision",
+    "DecisionRecord",
     "Draw",
     "Effect",
     "EffectKey",
@@ -233,8 +250,11 @@ __all__ = [
     "MemoryStore",
     "NotPerformed",
     "Operation",
+    "OperationDecision",
     "OperationResult",
     "OperationState",
+    "OperationView",
+    "Operations",
     "Operator",
     "Outcome",
     "Packet",

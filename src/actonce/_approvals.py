@@ -26,8 +26,9 @@ from ._rules.keys import EffectKey
 from ._rules.model import Event
 from ._run import approvals as gen
 from ._run.drive import AsyncDrives, Drives
+from ._run.operation_review import withdraw_intent
 from ._run.reads import limit_of
-from ._store.records import IntentRow
+from ._store.records import IntentRow, RevisionResult
 
 __all__ = ["Approvals", "AsyncApprovals", "AsyncIntents", "Intents", "signing_keys_from_env"]
 
@@ -110,6 +111,20 @@ class Intents:
         """Every version of an intent, oldest first (the supersession chain)."""
         return self._ledger._drive(gen.chain(intent_id))
 
+    def withdraw(
+        self, intent_id: str, version: int | None = None, *, by: str, reason: str
+    ) -> RevisionResult:
+        """Close a version (the current one by default): it commits nothing any more.
+
+        In one transaction: its open approvals are voided, its effects that
+        had not crossed the boundary are closed, its operations withdrawn
+        (their next pass undoes what they did; each receipt says so at once).
+        Effects in flight are left to reconcile. A revision does the same to
+        the version it supersedes.
+        """
+        steps = withdraw_intent(intent_id, version, by=by, reason=reason, run_id=new_run_id())
+        return self._ledger._drive(steps)
+
     def list(
         self,
         status: IntentStatus | str | None = IntentStatus.CURRENT,
@@ -146,6 +161,13 @@ class AsyncIntents:
     async def chain(self, intent_id: str) -> builtins.list[IntentRow]:
         """See :meth:`Intents.chain`."""
         return await self._ledger._drive(gen.chain(intent_id))
+
+    async def withdraw(
+        self, intent_id: str, version: int | None = None, *, by: str, reason: str
+    ) -> RevisionResult:
+        """See :meth:`Intents.withdraw`."""
+        steps = withdraw_intent(intent_id, version, by=by, reason=reason, run_id=new_run_id())
+        return await self._ledger._drive(steps)
 
     async def list(
         self,

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 from collections.abc import Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
 from ._approvals import Approvals, AsyncApprovals, AsyncIntents, Intents
 from ._budgets import AsyncBudgets, Budgets
-from ._effect import Effect, once_effect
+from ._effect import Effect, new_run_id, once_effect
 from ._firewall import AsyncFirewallLog, FirewallLog
 from ._ledger_base import LedgerBase
+from ._operations import AsyncOperations, Operation, Operations
 from ._registry import Registry
 from ._rules.approvals import SigningKeys
 from ._rules.errors import ActOnceError, UsageError
@@ -39,7 +41,7 @@ from ._rules.operator import RunSummary
 from ._rules.receipts import Receipt
 from ._rules.secrets import FingerprintKey
 from ._run import approvals as gated
-from ._run import operation, reads, review
+from ._run import operation, operation_review, reads, review
 from ._run.callables import Callables
 from ._run.clock import Clock, SystemClock
 from ._run.drive import AsyncDriver, Driver
@@ -94,6 +96,8 @@ class Ledger(LedgerBase):
         """Approval packets (see :class:`~actonce.Approvals`)."""
         self.budgets = Budgets(self)
         """Budget pools (see :class:`~actonce.Budgets`)."""
+        self.operations = Operations(self)
+        """Multi-step operations and people's decisions (see :class:`~actonce.Operations`)."""
         self.firewall = FirewallLog(self)
         """The write firewall's refusals (see :class:`~actonce.FirewallLog`)."""
 
@@ -189,12 +193,21 @@ class Ledger(LedgerBase):
         return deco
 
     def reconcile(
-        self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None
+        self,
+        *,
+        limit: int = 10_000,
+        progress: Callable[[RunResult], None] | None = None,
+        resume: Callable[[str], Operation | None] | None = None,
     ) -> ReconcileReport:
         """Verify every unfinished effect and move it on (never performs).
 
         One effect whose reconcile fails (a ledger error, an answer that
         cannot be stored) is reported in ``errors``; the pass goes on.
+        With ``resume`` (an operation's id -> the operation with its steps'
+        callables, or ``None``), each operation with work due afterwards (a
+        message to send again after its backoff, an undo a withdrawal
+        queued) gets one pass: the only performs are those passes' steps,
+        each under the effect protocol.
         """
         check_progress(progress)
         self._anchor()
@@ -205,13 +218,19 @@ class Ledger(LedgerBase):
         for plan, record, fns in work:
             try:
                 result = self._driver.run(reconcile_effect(plan, record), fns, plan, "reconcile")
+                self._driver.run(operation_review.touch(record.key, plan.run_id))
             except ActOnceError as exc:
                 result, error = failed(record, exc)
                 errors.append(error)
             results.append(result)
             if progress:
                 progress(result)
-        return ReconcileReport(tuple(results), live, tuple(missing), tuple(errors))
+        ops: builtins.list[tuple[str, str]] = []
+        for op_id in self.operations.due() if resume is not None else ():
+            op = resume(op_id)  # type: ignore[misc]
+            if op is not None:
+                ops.append((op_id, op.run().state.value))
+        return ReconcileReport(tuple(results), live, tuple(missing), tuple(errors), tuple(ops))
 
     def resolve(
         self,
@@ -234,6 +253,7 @@ class Ledger(LedgerBase):
             attempt=attempt,
         )  # fmt: skip
         record: EffectRecord = self._driver.run(steps)
+        self._drive(operation_review.touch(record.key, new_run_id()))  # its operation's receipt
         return record
 
     def get(self, key: str) -> EffectRecord | None:
@@ -305,8 +325,13 @@ class Ledger(LedgerBase):
         return int(self._driver.run(reads.one(Duplicates())))
 
     def receipt(self, op_id: str) -> Receipt | None:
-        """The receipt of an operation (``None`` until it stood still in a final state)."""
-        return self._drive(operation.stored_receipt(op_id))
+        """The receipt of an operation, as true now (``None``: no such operation).
+
+        Built again from the ledger at every read (the one renderer, see
+        :mod:`actonce._rules.receipts`), so what it says of a retry or a
+        pending message is what holds when it is read.
+        """
+        return self._drive(operation.live_receipt(op_id))
 
     def receipts(
         self, *, limit: int = 50, before: float | None = None
@@ -368,6 +393,8 @@ class AsyncLedger(LedgerBase):
         """Approval packets (see :class:`~actonce.AsyncApprovals`)."""
         self.budgets = AsyncBudgets(self)
         """Budget pools (see :class:`~actonce.AsyncBudgets`)."""
+        self.operations = AsyncOperations(self)
+        """Multi-step operations (see :class:`~actonce.AsyncOperations`)."""
         self.firewall = AsyncFirewallLog(self)
         """The write firewall's refusals (see :class:`~actonce.AsyncFirewallLog`)."""
 
@@ -447,9 +474,13 @@ class AsyncLedger(LedgerBase):
         return deco
 
     async def reconcile(
-        self, *, limit: int = 10_000, progress: Callable[[RunResult], None] | None = None
+        self,
+        *,
+        limit: int = 10_000,
+        progress: Callable[[RunResult], None] | None = None,
+        resume: Callable[[str], Any] | None = None,
     ) -> ReconcileReport:
-        """Verify every unfinished effect and move it on (never performs)."""
+        """Verify every unfinished effect and move it on; see :meth:`Ledger.reconcile`."""
         check_progress(progress)
         await self._anchor()
         records = await self._driver.run(reads.open_effects(limit))
@@ -461,13 +492,20 @@ class AsyncLedger(LedgerBase):
                 result = await self._driver.run(
                     reconcile_effect(plan, record), fns, plan, "reconcile"
                 )
+                await self._driver.run(operation_review.touch(record.key, plan.run_id))
             except ActOnceError as exc:
                 result, error = failed(record, exc)
                 errors.append(error)
             results.append(result)
             if progress:
                 progress(result)
-        return ReconcileReport(tuple(results), live, tuple(missing), tuple(errors))
+        ops: builtins.list[tuple[str, str]] = []
+        for op_id in await self.operations.due() if resume is not None else ():
+            op = resume(op_id)  # type: ignore[misc]
+            op = await op if inspect.isawaitable(op) else op
+            if op is not None:
+                ops.append((op_id, (await op.run()).state.value))
+        return ReconcileReport(tuple(results), live, tuple(missing), tuple(errors), tuple(ops))
 
     async def resolve(
         self,
@@ -490,6 +528,7 @@ class AsyncLedger(LedgerBase):
             attempt=attempt,
         )  # fmt: skip
         record: EffectRecord = await self._driver.run(steps)
+        await self._drive(operation_review.touch(record.key, new_run_id()))
         return record
 
     async def get(self, key: str) -> EffectRecord | None:
@@ -535,7 +574,7 @@ class AsyncLedger(LedgerBase):
 
     async def receipt(self, op_id: str) -> Receipt | None:
         """See :meth:`Ledger.receipt`."""
-        return await self._drive(operation.stored_receipt(op_id))
+        return await self._drive(operation.live_receipt(op_id))
 
     async def receipts(
         self, *, limit: int = 50, before: float | None = None

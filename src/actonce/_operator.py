@@ -39,11 +39,13 @@ from typing import Any, Generic, TypeAlias, TypeVar
 from ._effect import Effect, new_run_id, reconcile_plan
 from ._leases import default_owner
 from ._ledger import AsyncLedger, Ledger
+from ._operations import AsyncOperation, Operation
 from ._rules.errors import UsageError
 from ._rules.model import EffectRecord, RunResult
 from ._rules.operator import RunSummary
 from ._run.callables import NO_CALLABLES, Callables
 from ._run.effect import reconcile_effect
+from ._run.operation_review import touch
 from ._run.operator import Config, operate
 
 __all__ = ["AsyncHooks", "AsyncOperator", "EffectPlan", "Hooks", "Operator"]
@@ -96,6 +98,16 @@ class Hooks(ABC, Generic[C]):
     def plan(self, candidate: C) -> EffectPlan:
         """The effect(s) that carry the candidate out (see :data:`EffectPlan`)."""
 
+    def resume(self, op_id: str) -> Operation | None:
+        """The operation ``op_id`` with its steps' callables, if it is this operator's.
+
+        Each operation with work due (a message to send again after its
+        backoff, an undo a withdrawal queued: ``ledger.operations.due()``)
+        gets one pass in the run's operations stage, after the identity check.
+        Default: ``None`` (this operator drives no operations).
+        """
+        return None
+
 
 class AsyncHooks(ABC, Generic[C]):
     """The stages of an :class:`AsyncOperator` run; same names as :class:`Hooks`, awaited.
@@ -131,6 +143,10 @@ class AsyncHooks(ABC, Generic[C]):
     @abstractmethod
     async def plan(self, candidate: C) -> EffectPlan | AsyncGenerator[Effect, RunResult]:
         """See :meth:`Hooks.plan`."""
+
+    async def resume(self, op_id: str) -> AsyncOperation | None:
+        """See :meth:`Hooks.resume`."""
+        return None
 
 
 # --- the host: what the loop's hooks are answered with ---------------------------------------
@@ -228,13 +244,42 @@ class _Host:
         return self.ledger.run(effect, run_id=run_id)
 
     def reconcile(self, record: EffectRecord, run_id: str) -> Any:
-        """Reconcile one record with its kind's verifier (``None``: there is none)."""
+        """Reconcile one record with its kind's verifier (``None``: there is none).
+
+        Then its operation's receipt (if it is a step) says what is true now.
+        """
         entry = self.ledger.registry.get(record.kind)
         if entry is None:
             return None
         plan = replace(reconcile_plan(record, entry.policy), run_id=run_id)
         fns = Callables(verify=functools.partial(entry.verify, record))
-        return self.ledger._driver.run(reconcile_effect(plan, record), fns)
+        driver = self.ledger._driver
+        if isinstance(self.ledger, AsyncLedger):
+
+            async def both() -> Any:
+                result = await driver.run(reconcile_effect(plan, record), fns)
+                await driver.run(touch(record.key, run_id))
+                return result
+
+            return both()
+        result = driver.run(reconcile_effect(plan, record), fns)
+        driver.run(touch(record.key, run_id))
+        return result
+
+    def resume(self, op_id: str) -> Any:
+        """One pass of the operation the ``resume`` hook hands back (``None``: not ours)."""
+        found = self.hooks.resume(op_id)
+        if inspect.isawaitable(found) or isinstance(self.ledger, AsyncLedger):
+
+            async def both() -> Any:
+                op = await found if inspect.isawaitable(found) else found
+                if op is None:
+                    return None
+                done = op.run()
+                return await done if inspect.isawaitable(done) else done
+
+            return both()
+        return None if found is None else found.run()
 
 
 def _config(name: str, kinds: Iterable[str], ttl: float, owner: str | None, limit: int) -> Config:

@@ -147,11 +147,12 @@ def test_approve_then_again_then_deny_exit_codes(scene: Scene) -> None:
         "packet_id": scene.pending, "decision": "approve", "answer": "same",
         "status": "approved", "reason": "",
     }  # fmt: skip
-    later = cli("deny", scene.pending, "--by", "ana", "--ledger", scene.path)
+    later = cli("deny", scene.pending, "--by", "ana", "--link", scene.link, "--ledger", scene.path)
     assert later.returncode == 1 and later.stdout == ""
     assert later.stderr.startswith("actonce: refused: already approved")
     assert later.stderr.count("\n") == 1
-    denied_json = cli("deny", scene.pending, "--by", "ana", "--ledger", scene.path, "--json")
+    denied_json = cli("deny", scene.pending, "--by", "ana", "--override", "--reason", "asked",
+                      "--operator", "olga", "--ledger", scene.path, "--json")  # fmt: skip
     assert denied_json.returncode == 1
     assert json.loads(denied_json.stdout)["answer"] == "refused"
 
@@ -159,7 +160,7 @@ def test_approve_then_again_then_deny_exit_codes(scene: Scene) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ("--by", "bob"),  # another user, over the API
+        ("--by", "bob", "--override", "--reason", "x", "--operator", "olga"),  # another user
         ("--by", "ana", "--code", "ZZZZZZZZ"),  # a wrong code
         ("--by", "ana", "--link", "garbage"),  # not a link
     ],
@@ -173,7 +174,8 @@ def test_a_refused_answer_exits_1_with_one_line(scene: Scene, args: tuple[str, .
 
 
 def test_a_voided_packet_is_refused(scene: Scene) -> None:
-    proc = cli("approve", scene.voided, "--by", "ana", "--ledger", scene.path)
+    proc = cli("approve", scene.voided, "--by", "ana", "--override", "--reason", "x",
+               "--operator", "olga", "--ledger", scene.path)  # fmt: skip
     assert proc.returncode == 1 and "voided" in proc.stderr
 
 

@@ -74,8 +74,11 @@ def test_the_same_sms_reply_twice_commits_once(world: World) -> None:
     ap = world.ledger.approvals
     assert ap.answer_code(req.code, "approve", by="ana").answer is Answered.ACCEPTED
     replay = ap.answer_code(req.code, "approve", by="ana")
-    # A code is single use: the replay changes nothing and reports the existing status.
-    assert replay.answer is Answered.REFUSED and replay.status is ApprovalStatus.APPROVED
+    # The same reply delivered twice is answered with the existing state; it changes nothing.
+    assert replay.answer is Answered.SAME and replay.status is ApprovalStatus.APPROVED
+    # A code is single use: another answer with it is refused.
+    other = ap.answer_code(req.code, "deny", by="ana")
+    assert other.answer is Answered.REFUSED and other.status is ApprovalStatus.APPROVED
     for _ in range(2):
         world.ledger.run(world.effect(trip, req.packet))
     assert world.provider.count(str(trip.ref)) == 1

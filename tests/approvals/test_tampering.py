@@ -183,10 +183,11 @@ def wrong(s: Setup) -> str:
     return "".join("Z" if c != "Z" else "Y" for c in s.req.code)
 
 
-@case("code: replayed (single use)", "packet")
+@case("code: replayed with another answer (single use)", "packet")
 def _(s: Setup) -> AnswerResult:
     assert code(s, s.req.code).answer is Answered.ACCEPTED
-    return code(s, s.req.code)
+    assert code(s, s.req.code).answer is Answered.SAME  # a duplicated SMS: no change
+    return s.world.ledger.approvals.answer_code(s.req.code, "deny", by="ana")
 
 
 @case("code: sent by another user", "codes")

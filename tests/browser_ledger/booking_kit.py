@@ -165,6 +165,50 @@ class Case:
         assert receipt is not None
         return receipt.text
 
+    def told(
+        self,
+        outcome: str,
+        *,
+        charged: str,
+        released: str | None = None,
+        ceiling: str = "250.00 EUR",
+        raised_from: str | None = None,
+        exceptions: str = "none.",
+    ) -> dict[str, str]:
+        """Check what the receipt tells the user, field by field; answers its lines.
+
+        ``charged`` is the line's words (``240.00 EUR.``, ``nothing.``, ...);
+        the same facts are checked in ``data["user"]``, the operators' JSON.
+        """
+        receipt = self.world.ledger.receipt(self.spec.op_id)
+        assert receipt is not None
+        lines = receipt.text.splitlines()
+        told = {"headline": lines[0]}
+        for line in lines[1:]:
+            label, _, value = line.partition(": ")
+            told[label] = value
+        user = receipt.data["user"]
+        assert user["outcome"] == outcome, (user, receipt.text)
+        heads = {"done": "is done.", "undone": "did not go through; what had been done was undone.",
+                 "in review": "is stopped: a person checks it",
+                 "withdrawn": "was withdrawn"}  # fmt: skip
+        assert told["headline"].startswith("Your booking with Harbor Hotel (harbor-double, ")
+        assert heads[outcome] in told["headline"], receipt.text
+        assert told["Charged"] == charged, receipt.text
+        assert told.get("Released or refunded") == released, receipt.text
+        raised = f", raised from {raised_from} by a later approval" if raised_from else ""
+        assert told["Approved ceiling"] == f"{ceiling}{raised}.", receipt.text
+        assert told["Cancellation terms"] == "free cancellation until 48 h before check-in"
+        assert told["Exceptions"] == exceptions, receipt.text
+        assert told["Who to contact"].endswith(f"{self.spec.op_id}; for the booking itself, "
+                                               "Harbor Hotel.")  # fmt: skip
+        assert "What happens next" in told and "What was done" in told
+        # The operators' JSON holds the same facts as fields.
+        assert user["ceiling"] == ceiling.split()[0] and user["currency"] == "EUR"
+        assert user["ceiling_raised_from"] == (raised_from.split()[0] if raised_from else None)
+        assert user["released"] == (released.split()[0] if released else None)
+        return told
+
 
 def runs(result: OperationResult) -> list[tuple[str, str, bool]]:
     """(step, outcome, performed) of every run of a pass."""
@@ -255,9 +299,11 @@ def new_world(server: SandboxServer, browser: Browser, url: str, tmp: Path) -> I
     server.sandbox.booking.reset()
     server.sandbox.faults.reset(seed=7)
     ledger = Ledger.open(url, create=True, signing_keys=KEYS)
+    # A dropped confirmation may be sent again at the next pass (the backoff has
+    # its own tests, on a frozen clock).
     agent = BookingAgent(
         ledger, browser, server.url, tenant=TENANT, evidence_dir=tmp / "evidence",
-        session_options=SESSION,
+        session_options=SESSION, step_options={"notify_backoff": 0.0},
     )  # fmt: skip
     world = World(server, ledger, url, agent, tmp)
     try:

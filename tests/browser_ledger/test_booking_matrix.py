@@ -86,7 +86,8 @@ def test_lost_response_is_unknown_then_reconciled_never_resubmitted(world: World
     assert next(r for r in runs(first) if r[0] == "pay")[2] is True  # performed once
     assert case.status("pay") == "unknown" and first.state is OperationState.NEEDS_REVIEW
     assert case.status("book") is None  # nothing goes forward from doubt
-    assert "Still uncertain: pay" in case.receipt_text()
+    told = case.told("in review", charged="not known yet; up to 240.00 EUR may have been charged.")
+    assert told["Still uncertain"] == "pay (a person checks)."
     assert world.truth()["totals"]["authorizations"] == 1  # the provider did it, once
 
     world.faults()  # the lookup answers again
@@ -104,6 +105,7 @@ def test_lost_response_is_unknown_then_reconciled_never_resubmitted(world: World
     wire = [e.data["perform"]["details"]["wire"] for e in case.events("pay")
             if e.type is EventType.UNKNOWN]  # fmt: skip
     assert wire and wire[0][0]["outcome"] == "no response: connection closed"
+    case.told("done", charged="240.00 EUR.")  # the receipt, read again, says it now
 
 
 # --- duplicate approval -----------------------------------------------------------------
@@ -124,6 +126,7 @@ def test_duplicate_approval_answers_the_existing_status(world: World) -> None:
     assert history.count(EventType.APPROVAL_DUPLICATE) == 2
     assert len(case.executions("pay")) == 1
     assert world.totals()["authorizations"] == 1 and world.posts("booking.pay") == 1
+    case.told("done", charged="240.00 EUR.")
 
 
 # --- worker crash -----------------------------------------------------------------------
@@ -153,6 +156,7 @@ def test_worker_killed_after_submit_is_verified_by_its_replacement(world: World)
     totals = world.totals()
     assert (totals["authorizations"], totals["bookings"], totals["deliveries"]) == (1, 1, 1)
     assert world.posts("booking.pay") == 1 and len(case.executions("pay")) == 1
+    case.told("done", charged="240.00 EUR.")
 
 
 # --- stale price ------------------------------------------------------------------------
@@ -189,6 +193,8 @@ def test_stale_price_invalidates_the_approval_and_issues_a_refreshed_packet(worl
     assert world.truth()["authorizations"][0]["amount"] == 25400
     receipt = world.ledger.receipt(case.spec.op_id)
     assert receipt is not None and receipt.data["approval"]["packet_id"] == fresh.packet_id
+    # The second approval raised the ceiling: the receipt says so, and what was charged.
+    case.told("done", charged="254.00 EUR.", ceiling="254.00 EUR", raised_from="250.00 EUR")
 
 
 # --- expired session --------------------------------------------------------------------
@@ -216,6 +222,7 @@ def test_expired_session_pauses_and_keeps_the_checkpoint(world: World) -> None:
     holds = world.truth()["holds"]
     assert len(holds) == 1 and holds[0]["statuses"]["booked"] == 1
     assert world.totals()["authorizations"] == 1
+    case.told("done", charged="240.00 EUR.")
 
 
 # --- concurrent workers -----------------------------------------------------------------
@@ -245,6 +252,7 @@ def test_concurrent_workers_one_owns_the_commit_the_other_observes(world: World)
     totals = world.totals()
     assert (totals["holds"], totals["authorizations"], totals["bookings"]) == (1, 1, 1)
     assert world.truth()["duplicates"] == [] and world.posts("booking.pay") == 1
+    case.told("done", charged="240.00 EUR.")
 
 
 # --- provider retry ---------------------------------------------------------------------
@@ -264,6 +272,7 @@ def test_provider_500s_are_retried_with_the_same_provider_key(world: World) -> N
     details = done.data["perform"]["details"]
     assert details["submits"] == 3 and [w["outcome"] for w in details["wire"]] == [500, 500, 303]
     assert len(case.executions("pay")) == 1  # one perform: the retry is inside it
+    case.told("done", charged="240.00 EUR.")
 
 
 # --- changed intent ---------------------------------------------------------------------
@@ -276,9 +285,19 @@ def test_changed_intent_needs_a_new_version_and_a_new_approval(world: World) -> 
     revision = world.ledger.intents.revise("trip-change", when=DATE2)
     assert revision.material and revision.intent.version == 2
     assert v1.request.packet.packet_id in revision.voided
+    # v1 is closed in the revision's own transaction, and its receipt says so at once.
+    assert revision.operations == (v1.spec.op_id,)
+    closed = world.ledger.operations.get(v1.spec.op_id)
+    assert closed.closed and closed.step == "hold" and closed.assessment.next.value == "undo"
     withdrawn = v1.run()  # the old version commits nothing, and its hold is released
     assert withdrawn.state is OperationState.COMPENSATED
+    assert [r[0] for r in runs(withdrawn)] == ["undo hold"]
     assert v1.status("pay") is None
+    told = v1.told("withdrawn", charged="nothing.", exceptions="none.")
+    assert "superseded by v2" in told["headline"]
+    assert told["What was done"].startswith("hold (") and told["What was done"].endswith(
+        "then undone."
+    )
     refused = v1.approve()
     assert refused.answer is Answered.REFUSED and refused.status is ApprovalStatus.VOIDED
 
@@ -297,6 +316,7 @@ def test_changed_intent_needs_a_new_version_and_a_new_approval(world: World) -> 
     assert by_date[DATE]["released"] == 1 and by_date[DATE2]["booked"] == 1
     assert [b["key"]["date"] for b in truth["bookings"]] == [DATE2]
     assert truth["totals"]["authorizations"] == 1
+    v2.told("done", charged="240.00 EUR.")
 
 
 # --- partial success --------------------------------------------------------------------
@@ -315,7 +335,9 @@ def test_partial_success_is_compensated_with_a_refund_receipt(world: World) -> N
     # Evidence: the receipt says what happened, what was undone and how we know.
     receipt = world.ledger.receipt(case.spec.op_id)
     assert receipt is not None and receipt.state is OperationState.COMPENSATED
-    assert "Undone: hold, pay." in receipt.text and "Did not happen: book" in receipt.text
+    told = case.told("undone", charged="nothing.", released="240.00 EUR.")
+    assert told["What was not done"] == "book (it did not happen)."
+    assert told["What was done"].count("then undone") == 2
     pay = next(s for s in receipt.data["steps"] if s["name"] == "pay")
     assert pay["undo"]["status"] == "confirmed" and "/book/payments/" in pay["undo"]["provider_ref"]
 
@@ -333,7 +355,13 @@ def test_partial_success_with_an_unknown_void_escalates_to_review(world: World) 
     assert result.state is OperationState.NEEDS_REVIEW
     receipt = world.ledger.receipt(case.spec.op_id)
     assert receipt is not None and receipt.data["uncertain"] == ["undo of pay"]
-    assert "Still uncertain: undo of pay. A reviewer decides" in receipt.text  # the escalation
+    told = case.told(  # the escalation: money may still be held, and a person checks
+        "in review", charged="240.00 EUR; whether it was given back is not known yet."
+    )
+    assert told["Still uncertain"] == "the undo of pay (a person checks)."
+    view = world.ledger.operations.get(case.spec.op_id)
+    assert (view.in_review, view.step, view.undo) == (True, "pay", True)
+    assert [o.op_id for o in world.ledger.operations.in_review()] == [case.spec.op_id]
     assert world.truth()["totals"]["bookings"] == 0
     assert world.posts("booking.void") == 1  # never a blind second void
 
@@ -348,7 +376,9 @@ def test_notification_failure_keeps_the_booking_verified(world: World) -> None:
     first = case.run()
     assert first.state is OperationState.COMPLETE  # the outcome stays verified
     assert case.status("book") == "confirmed" and case.status("notify") == "failed"
-    assert "notification is pending" in case.receipt_text()
+    case.told("done", charged="240.00 EUR.",
+              exceptions="the notify message is not delivered yet: it is sent again "
+              "(attempt 2 of 3).")  # fmt: skip
     second = case.run()  # the message alone is retried
     assert [r[0] for r in runs(second)] == ["notify"] and second.state is OperationState.COMPLETE
     # Evidence: one purchase, several message attempts, one delivery.
@@ -358,3 +388,4 @@ def test_notification_failure_keeps_the_booking_verified(world: World) -> None:
     assert truth["totals"]["deliveries"] == 1
     receipt = world.ledger.receipt(case.spec.op_id)
     assert receipt is not None and receipt.data["notification"] == "delivered"
+    case.told("done", charged="240.00 EUR.")  # true when read: no exception any more

@@ -154,7 +154,10 @@ def test_reconcile_uses_registered_verifiers(ledger_path: str, tmp_path: Path) -
         "def exists(record):\n"
         "    return Confirmed('found-by-reconcile')\n"
     )
-    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    os = __import__("os")
+    # The verifiers' folder, then the code under test (not whatever actonce is installed).
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
     missing = actonce("reconcile", "--ledger", ledger_path, "--json")
     assert missing.returncode == 3  # open or unverifiable effects left: not an error
     assert json.loads(missing.stdout.strip().splitlines()[-1])["no_verifier"] == 1

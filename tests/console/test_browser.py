@@ -138,3 +138,44 @@ def test_a_reviewer_resolves_an_unknown_effect_in_a_browser(
     assert world.ledger.get(key).status is Status.FAILED  # type: ignore[union-attr]
     # No CSP violation, no script error, nothing that failed to load.
     assert [e for e in errors if "Failed to load resource" not in e] == []
+
+
+def test_a_reviewer_moves_an_operation_in_review_in_a_browser(
+    chromium: Any, live: tuple[World, ConsoleServer], shots: Path
+) -> None:
+    world, server = live
+    op = world.operations["review"]
+    errors: list[str] = []
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        ana = ctx.new_page()
+        ana.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        _sign_in(ana, server.url, "ana")
+        row = ana.get_by_test_id("operations").get_by_role("row").filter(has_text=op)
+        assert "240.00 EUR held" in row.inner_text() and "the undo of pay" in row.inner_text()
+        row.get_by_role("link", name=op).click()
+        ana.wait_for_url(f"{server.url}/operations/{ref_of(op)}")
+        assert ana.get_by_test_id("question").inner_text() == f"Did {op} go through?"
+        assert ana.get_by_test_id("state").inner_text() == "needs_review"
+        assert ana.get_by_test_id("money").inner_text() == "240.00 EUR held"
+        ana.get_by_role("button", name=re.compile("Hold to decide")).click()
+        ana.get_by_label(re.compile("Record it undone by hand")).check()
+        chosen = ana.locator(".choice.chosen")
+        assert "counts as done" in chosen.inner_text()
+        ana.get_by_label(re.compile("^Reason")).fill("voided at the bank by phone, ref V-1182")
+        shots.mkdir(parents=True, exist_ok=True)
+        ana.screenshot(path=str(shots / "operation-in-review.png"), full_page=True)
+        ana.get_by_role("button", name="Record the decision").click()
+        ana.wait_for_load_state()
+        assert "Recorded by ana" in ana.locator(".flash").inner_text()
+        assert "ana" in ana.get_by_test_id("decisions").inner_text()
+        # The console records; the operation's next pass (its own worker) carries it out.
+        assert world.runs[op].run().state.value == "compensated"
+        ana.goto(f"{server.url}/receipts/{ref_of(op)}")
+        told = ana.get_by_test_id("receipt-text").inner_text()
+        assert "did not go through; what had been done was undone." in told
+        assert "240.00 EUR" in told and "undone by hand" in told
+        ana.screenshot(path=str(shots / "receipt-compensated.png"), full_page=True)
+    finally:
+        ctx.close()
+    assert [e for e in errors if "Failed to load resource" not in e] == []  # the favicon aside

@@ -109,6 +109,7 @@ def test_every_state_changing_route_refuses_a_bad_or_missing_token(
             ({}, origin, "no token"),
             ({"csrf": ""}, origin, "empty token"),
             ({"csrf": token[:-2] + "xx"}, origin, "wrong token"),
+            ({"csrf": token}, {}, "no origin, a valid token"),
             ({"csrf": token}, {"origin": "https://evil.example"}, "foreign origin"),
             ({"csrf": token}, {"origin": "null"}, "null origin"),
             ({"csrf": token}, {"sec-fetch-site": "cross-site"}, "cross-site fetch"),
@@ -201,7 +202,8 @@ def test_a_session_ends_at_sign_out_and_another_session_is_not_affected(
     try:
         old = a.cookies.get("actonce_console")
         assert old
-        assert a.post("/logout", data={"csrf": token_a}).status_code == 303
+        r = a.post("/logout", data={"csrf": token_a}, headers={"origin": server.url})
+        assert r.status_code == 303
         assert a.get("/").status_code == 303
         jar = {"actonce_console": old}
         stolen = httpx.Client(base_url=server.url, cookies=jar, follow_redirects=False)
@@ -220,11 +222,13 @@ def test_wrong_passwords_are_throttled(world: World) -> None:
             nonce = CSRF.search(anon.get("/login").text)
             assert nonce
             data = {"csrf": nonce.group(1), "name": "carol", "password": "wrong-password"}
-            assert anon.post("/login", data=data).status_code == 401
+            assert anon.post("/login", data=data, headers={"origin": own.url}).status_code == 401
         nonce = CSRF.search(anon.get("/login").text)
         assert nonce
         data = {"csrf": nonce.group(1), "name": "carol", "password": PASSWORDS["carol"]}
-        assert anon.post("/login", data=data).status_code == 401  # right, but throttled
+        r = anon.post("/login", data=data, headers={"origin": own.url})
+        assert r.status_code == 401  # right, but throttled (from this client)
+        assert "refused from here for 15 minutes" in r.text
 
 
 def test_report_the_walk(walk: list[tuple[str, str, str]]) -> None:

@@ -24,8 +24,10 @@ from actonce import (
     Effect,
     EffectRecord,
     Fact,
+    Gate,
     Intent,
     Ledger,
+    NotPerformed,
     Operation,
     OperationState,
     Policy,
@@ -35,6 +37,7 @@ from actonce import (
     Step,
     Verdict,
     effect_key,
+    intent_key,
 )
 from actonce.console import Reviewers, hash_password
 from actonce.testing import FakeProvider, SimulatedCrash, crash_at
@@ -126,6 +129,8 @@ class World:
     keys: dict[str, str] = field(default_factory=dict)
     packets: dict[str, str] = field(default_factory=dict)
     operations: dict[str, str] = field(default_factory=dict)
+    runs: dict[str, Operation] = field(default_factory=dict)  # operations with their callables
+    refused: set[str] = field(default_factory=set)  # what the provider refuses now
 
     def reviewers(self) -> Reviewers:
         return Reviewers(_hashes())
@@ -243,6 +248,7 @@ def build(root: Path, *, evidence_root: Path | None = None) -> World:
 
     _approvals(world)
     _operation(world)
+    _booking_in_review(world)
     return world
 
 
@@ -265,6 +271,45 @@ def _operation(world: World) -> None:
     assert op.run().state is OperationState.COMPLETE
     world.operations["complete"] = "trip-77"
     k["step"] = str(book.key)
+
+
+def _booking_in_review(world: World) -> None:
+    """A booking stopped at the void its provider refused: 240.00 EUR held, no booking."""
+    ledger, provider = world.ledger, world.provider
+    intent = ledger.intents.put(
+        Intent("trip-b3", "booking", user="bo", provider="Harbor Hotel", items=("double room",),
+               when="2030-05-01", price_ceiling=Decimal("250"), currency="EUR")
+    )  # fmt: skip
+    world.refused.update({"book", "void"})
+
+    def step(name: str, gate: Gate | None = None) -> Effect:
+        def perform() -> None:
+            if name in world.refused:
+                raise NotPerformed(f"the provider refused the {name}")
+            provider.submit(f"TRIP-B3-{name.upper()}")
+
+        return Effect(
+            intent_key(intent, name, tenant="acme", actor="bo"), name,
+            {"trip": "trip-b3", "step": name}, perform,
+            lambda: provider.lookup(f"TRIP-B3-{name.upper()}"), policy=QUICK, gate=gate,
+        )  # fmt: skip
+
+    pay_key = intent_key(intent, "pay", tenant="acme", actor="bo")
+    asked = ledger.approvals.request(intent, "pay", pay_key, amount="240.00",
+                                     terms="free cancellation until 48 h before check-in")  # fmt: skip
+    ledger.approvals.answer(asked.packet.packet_id, "approve", by="bo")
+    op = Operation(ledger, "booking:trip-b3@v1", [
+        Step("hold", step("hold"), "compensatable", undo=step("release")),
+        Step("pay", step("pay", Gate(intent.ref, asked.packet.packet_id, Decimal("240.00"))),
+             "compensatable", undo=step("void")),
+        Step("book", step("book"), "pivot"),
+        Step("notify", step("notify"), "retriable"),
+    ], intent=intent.ref, approval=asked.packet.packet_id,
+       contact="trips@agent.example")  # fmt: skip
+    assert op.run().state is OperationState.NEEDS_REVIEW
+    world.operations["review"] = op.op_id
+    world.runs[op.op_id] = op
+    world.keys["pay"] = str(pay_key)
 
 
 def _approvals(world: World) -> None:

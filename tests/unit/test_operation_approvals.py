@@ -196,7 +196,6 @@ def test_a_refused_undo_is_named_in_the_escalation_receipt() -> None:
     assert result.state is OperationState.NEEDS_REVIEW
     receipt = ledger.receipt("op5")
     assert receipt is not None
-    assert "Not undone: pay (its undo was refused: it still stands). A reviewer decides." in (
-        receipt.text
-    )
+    assert "pay (obj-2), its undo was refused: it still stands" in receipt.text
+    assert "A person checks what is not known or not undone and decides" in receipt.text
     assert receipt.data["not_undone"] == ["pay"]

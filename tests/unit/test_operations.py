@@ -174,8 +174,8 @@ def test_partial_success_is_compensated_newest_first_and_said_so() -> None:
     truth = w.provider.accepted()
     assert "trip-2-book" not in truth and truth["trip-2-pay-void"] == 1
     receipt = w.ledger.receipt("trip-2")
-    assert receipt is not None and "Did not happen: book" in receipt.text
-    assert "Undone: hold, pay" in receipt.text
+    assert receipt is not None and "What was not done: book (it did not happen)." in receipt.text
+    assert "What was done: hold (obj-1), then undone; pay (obj-2), then undone." in receipt.text
 
 
 def test_a_payment_in_doubt_is_never_compensated_blindly() -> None:
@@ -195,7 +195,11 @@ def test_a_dropped_notification_keeps_the_booking_verified_and_is_retried_alone(
     result = w.operation("trip-4").run()
     assert result.state is OperationState.COMPLETE
     receipt = w.ledger.receipt("trip-4")
-    assert receipt is not None and "notification is pending" in receipt.text
+    assert receipt is not None and "notify message is not delivered yet" in receipt.text
+    early = w.operation("trip-4").run()  # its backoff has not passed: nothing is sent
+    assert early.runs == () and w.ledger.operations.due() == []
+    w.clock.advance(30)
+    assert w.ledger.operations.due() == ["trip-4"]
     again = w.operation("trip-4").run()
     assert [n for n, _ in again.runs] == ["notify"] and again.runs[0][
         1

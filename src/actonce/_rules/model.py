@@ -91,6 +91,7 @@ class EventType(enum.StrEnum):
     APPROVAL_CONSUMED = "approval_consumed"
     BUDGET_DEFINED = "budget_defined"
     OPERATION_STARTED = "operation_started"
+    OPERATION_DECIDED = "operation_decided"  # a person's decision, or a withdrawal
     RECEIPT_WRITTEN = "receipt_written"
     # Operator runs (history key "operator:<name>"): one event per stored summary.
     OPERATOR_RUN = "operator_run"
@@ -425,12 +426,15 @@ class ReconcileReport:
         errors: ``(key, message)`` of effects whose reconcile failed (a
             ledger error, a verifier that could not be called); the pass went
             on with the others.
+        operations: ``(op id, state)`` of each operation with work due that
+            ``reconcile(resume=...)`` gave a pass, and the state it left.
     """
 
     results: tuple[RunResult, ...] = ()
     live: int = 0
     no_verifier: tuple[str, ...] = ()
     errors: tuple[tuple[str, str], ...] = ()
+    operations: tuple[tuple[str, str], ...] = ()
 
     @property
     def unresolved(self) -> list[RunResult]:

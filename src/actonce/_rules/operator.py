@@ -41,6 +41,7 @@ __all__ = [
     "RunSummary",
     "SummaryItem",
     "classify",
+    "open_why",
 ]
 
 
@@ -50,6 +51,7 @@ class RunStage(enum.StrEnum):
     LEASE = "lease"
     RECONCILE = "reconcile"
     IDENTITY = "identity"
+    OPERATIONS = "operations"  # the due work of its operations (a resend, a queued undo)
     OBSERVE = "observe"
     RANK = "rank"
     QUALITY = "quality"
@@ -110,6 +112,13 @@ def classify(result: RunResult) -> tuple[ItemClass, str | None]:
     if out is Outcome.HARD_STOP:
         return ItemClass.STOPPED, None
     return ItemClass.FAILED, None
+
+
+def open_why(status: Status) -> str:
+    """Why an open effect is still open, when its record does not say."""
+    if status in (Status.CLAIMED, Status.EXECUTING):
+        return "its owner's lease is still live"
+    return "outcome not proven"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +209,9 @@ class RunSummary:
         candidates: how many candidates the ranking handed over.
         held_by: for a ``locked_skip``, who held the lease.
         stored: whether the summary reached the ledger.
+        operations: the passes it made of operations with due work, by the
+            state each pass left (``complete``, ``compensated`` ...), and how
+            many operations wait for a person at its end (``in_review``).
     """
 
     run_id: str
@@ -216,6 +228,7 @@ class RunSummary:
     candidates: int = 0
     held_by: str | None = None
     stored: bool = True
+    operations: dict[str, int] = field(default_factory=dict)
 
     def of(self, cls: ItemClass) -> list[SummaryItem]:
         """The items of one class, in order."""
@@ -277,6 +290,7 @@ class RunSummary:
             "budget": list(self.budget),
             "candidates": self.candidates,
             "held_by": self.held_by,
+            "operations": dict(self.operations),
         }
 
     @classmethod
@@ -295,6 +309,7 @@ class RunSummary:
             budget=tuple(dict(b) for b in data.get("budget", ())),
             candidates=int(data.get("candidates", 0)),
             held_by=data.get("held_by"),
+            operations={str(k): int(v) for k, v in data.get("operations", {}).items()},
         )
 
     def lines(self) -> list[str]:
@@ -307,6 +322,13 @@ class RunSummary:
             f"status     {self.status.value}"
             + (f": held by {self.held_by}" if self.held_by else ""),
             f"reconciled {_counts(self.reconciled) or 'nothing open'}",
+            f"operations {self.operations.get('in_review', 0)} in review"
+            + (
+                f"; driven {sum(_passes(self.operations).values())} "
+                f"({_counts(_passes(self.operations))})"
+                if _passes(self.operations)
+                else ""
+            ),
             f"candidates {self.candidates}",
             f"done       {c['done']}",
         ]
@@ -332,6 +354,11 @@ class RunSummary:
         if not self.stored:
             out.append("(this summary could not be stored in the ledger)")
         return out
+
+
+def _passes(operations: Mapping[str, int]) -> dict[str, int]:
+    """The passes the run made, by the state each left its operation in."""
+    return {k: v for k, v in operations.items() if k != "in_review"}
 
 
 def _counts(counts: Mapping[str, int]) -> str:

@@ -249,6 +249,8 @@ class IntentRevision:
         closed: effects of version n that had not crossed the boundary, now failed.
         voided: approval packets of version n that authorize nothing any more.
         in_flight: effects of version n left to reconcile.
+        operations: operations of version n, withdrawn (their next pass undoes
+            what they did; each has a receipt that says so).
     """
 
     intent: Intent
@@ -257,6 +259,7 @@ class IntentRevision:
     closed: tuple[str, ...] = ()
     voided: tuple[str, ...] = ()
     in_flight: tuple[str, ...] = ()
+    operations: tuple[str, ...] = ()
 
 
 def revise_intent(intent_id: str, changes: Mapping[str, Any], run_id: str) -> Gen[IntentRevision]:
@@ -277,9 +280,13 @@ def revise_intent(intent_id: str, changes: Mapping[str, Any], run_id: str) -> Ge
         now_current = "?" if done.current is None else str(done.current.intent.ref)
         raise UsageError(f"{current.ref} was revised meanwhile (now {now_current}); look again")
     assert done.current is not None and done.current.status is IntentStatus.CURRENT
+    from .operation_review import withdrawn_receipts
+
+    yield from withdrawn_receipts(done.operations, run_id)
     return IntentRevision(
-        done.current.intent, True, rev.changed, done.closed, done.voided, done.in_flight
-    )
+        done.current.intent, True, rev.changed, done.closed, done.voided, done.in_flight,
+        done.operations,
+    )  # fmt: skip
 
 
 # --- approval packets ------------------------------------------------------------------------
@@ -491,8 +498,10 @@ def answer_code(
 
     Every attempt is counted *before* the code is compared and given back
     when the code proves right, so that attempts sent at the same time cannot
-    all slip under the limit. ``packet_id``: compare the code with that
-    packet's only.
+    all slip under the limit. A used code that brings the same answer again
+    (a duplicated message) is answered with the existing state (``same``);
+    any other answer with it is refused. ``packet_id``: compare the code with
+    that packet's only.
     """
     if not isinstance(code, str) or not code.strip():
         raise UsageError("a reply code is a non-empty string")
@@ -511,6 +520,11 @@ def answer_code(
         if not ap.code_matches(keys, by, code, digest):
             continue
         yield CodeFailures(by, tick.now, ap.CODE_WINDOW, -1)  # a right code is no failure
+        if used and ap.answer(packet, decision, by=by, now=tick.now,
+                              intent_current=True).answer is ap.Answered.SAME:  # fmt: skip
+            # The same code with the same answer again (a duplicated SMS): the
+            # existing state, recorded as a duplicate; it can change nothing.
+            return (yield from answer(packet.packet_id, decision, by=by, run_id=run_id, via="code"))
         if used:
             why = "this reply code was already used"
             yield _note(

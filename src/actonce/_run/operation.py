@@ -7,9 +7,13 @@ driver nests ``run_effect`` with the step's own callables). It goes on while
 each move ends settled (``completed``, ``skipped``, ``failed``); any run that
 ends in doubt or waits (``needs_review``, ``deferred``, ``needs_approval``,
 ``refused``, ``over_budget``, ``hard_stop``) ends the pass: the next pass, or
-a human, takes it from there. The state is never stored; a receipt is
-written whenever the operation stands still in a state worth one (complete,
-compensated, abandoned, in review), from the ledger alone.
+a human, takes it from there. People's decisions (a retried undo, one done
+by hand, a withdrawal) count in every assessment. The state is never
+stored: after its moves a pass reads the operation back
+(:func:`actonce._run.operation_view.view_of`) and writes its receipt
+whenever it stands still in a state worth one (complete, compensated,
+abandoned, accepted, in review, or withdrawn), and when its next work falls
+due (a notification's retry after its backoff, an undo a withdrawal queued).
 """
 
 from __future__ import annotations
@@ -20,24 +24,42 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
 from .._rules.errors import UsageError
-from .._rules.intents import IntentRef, IntentStatus
-from .._rules.model import EffectRecord, Event, Outcome, RunResult, Status
-from .._rules.operations import Assessment, Next, OperationState, Role, StepState, assess
-from .._rules.receipts import Receipt, StepView, build_receipt
-from .._store.records import IntentRow
+from .._rules.intents import IntentRef
+from .._rules.model import EffectRecord, Outcome, RunResult, Status
+from .._rules.operations import (
+    RETRY_BACKOFF,
+    Next,
+    OperationDecision,
+    OperationState,
+    Role,
+    StepState,
+    assess,
+)
+from .._rules.receipts import Receipt
 from .callables import Callables
-from .ops import NOW, Events, Get, Op, RunEffect, StoreOp, Tick
+from .operation_review import decide, stands_still, write_receipt
+from .operation_view import (
+    DecisionsOf,
+    OperationView,
+    StepSpec,
+    decision_of_row,
+    step_state,
+    view_of,
+)
+from .operation_view import live_receipt as live_receipt
+from .ops import NOW, Get, Op, RunEffect, StoreOp, Tick
 from .plan import Plan
 
 __all__ = [
     "OperationPlan",
     "OperationResult",
     "StepPlan",
+    "define_operation",
+    "live_receipt",
     "operation_of",
-    "receipt_of",
     "run_operation",
-    "stored_receipt",
     "stored_receipts",
+    "withdraw_operation",
 ]
 
 T = TypeVar("T")
@@ -47,17 +69,6 @@ Gen = Generator[Op, Any, T]
 _SETTLED = frozenset({Outcome.COMPLETED, Outcome.SKIPPED, Outcome.FAILED})
 #: Step statuses a pass looks at again before it decides (verification first).
 _IN_FLIGHT = frozenset({Status.CLAIMED, Status.EXECUTING, Status.UNKNOWN})
-#: How many refreshed packets a receipt follows from the one an operation names.
-_MAX_REPLACEMENTS = 20
-#: States a receipt is written for.
-_RECEIPTED = frozenset(
-    {
-        OperationState.COMPLETE,
-        OperationState.COMPENSATED,
-        OperationState.ABANDONED,
-        OperationState.NEEDS_REVIEW,
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,7 @@ class StepPlan:
     fns: Callables
     undo_plan: Plan | None = None
     undo_fns: Callables | None = None
+    backoff: float = RETRY_BACKOFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +94,7 @@ class OperationPlan:
     approval: str | None
     steps: tuple[StepPlan, ...]
     run_id: str
+    contact: str | None = None
 
     def spec(self) -> str:
         """The definition the ledger keeps (names, roles, keys; no callables)."""
@@ -89,6 +102,7 @@ class OperationPlan:
             {
                 "intent": None if self.intent is None else str(self.intent),
                 "approval": self.approval,
+                "contact": self.contact,
                 "steps": [
                     {
                         "name": s.name,
@@ -96,6 +110,7 @@ class OperationPlan:
                         "key": s.plan.key,
                         "undo": None if s.undo_plan is None else s.undo_plan.key,
                         "attempts": s.max_attempts,
+                        "backoff": s.backoff,
                     }
                     for s in self.steps
                 ],
@@ -103,6 +118,20 @@ class OperationPlan:
             sort_keys=True,
             separators=(",", ":"),
         )
+
+    def step_specs(self) -> list[StepSpec]:
+        """The steps as the definition records them."""
+        return [
+            StepSpec(
+                s.name,
+                s.role,
+                s.plan.key,
+                None if s.undo_plan is None else s.undo_plan.key,
+                s.max_attempts,
+                s.backoff,
+            )
+            for s in self.steps
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,32 +158,6 @@ class OperationPut(StoreOp):
     spec: str
     now: float
     run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiptPut(StoreOp):
-    primitive: ClassVar[str] = "receipt_put"
-    op_id: str
-    state: str
-    text: str
-    data: str
-    now: float
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiptGet(StoreOp):
-    primitive: ClassVar[str] = "receipt_get"
-    op_id: str
-
-
-def stored_receipt(op_id: str) -> Gen[Receipt | None]:
-    """The receipt the ledger keeps for ``op_id`` (``None``: none yet)."""
-    row: tuple[str, str, str, float] | None = yield ReceiptGet(op_id)
-    if row is None:
-        return None
-    state, text, data, _ = row
-    return Receipt(op_id, OperationState(state), text, json.loads(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,25 +188,14 @@ def operation_of(key: str) -> Gen[str | None]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class IntentRead(StoreOp):
-    primitive: ClassVar[str] = "intent_get"
-    intent_id: str
-    version: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PacketRead(StoreOp):
-    primitive: ClassVar[str] = "approval_get"
-    packet_id: str
-
-
 def _same_definition(recorded: str, spec: str) -> bool:
     """Whether two definitions name the same steps for the same intent version.
 
     The approval packet is not part of it: the refresh before a commit may
     replace the packet (a price moved within reach of a new approval), and the
-    refreshed packet authorizes the same steps (seed 004's stale price).
+    refreshed packet authorizes the same steps (seed 004's stale price). Nor
+    are the contact the receipt names and a retriable step's backoff (an
+    operation recorded before they were part of the definition is the same).
     """
     if recorded == spec:
         return True
@@ -213,8 +205,12 @@ def _same_definition(recorded: str, spec: str) -> bool:
         return False
     if not isinstance(old, dict) or not isinstance(new, dict):
         return False
-    old.pop("approval", None)
-    new.pop("approval", None)
+    for d in (old, new):
+        d.pop("approval", None)
+        d.pop("contact", None)
+        for step in d.get("steps") or []:
+            if isinstance(step, dict):
+                step.pop("backoff", None)
     return bool(old == new)
 
 
@@ -230,18 +226,24 @@ def _records(op: OperationPlan) -> Gen[list[tuple[EffectRecord | None, EffectRec
 def _states(
     op: OperationPlan, records: list[tuple[EffectRecord | None, EffectRecord | None]]
 ) -> list[StepState]:
-    return [
-        StepState(
-            name=s.name,
-            role=s.role,
-            status=None if r is None else r.status,
-            attempts=0 if r is None else r.fence,
-            max_attempts=s.max_attempts,
-            undo=None if u is None else u.status,
-            has_undo=s.undo_plan is not None,
+    return [step_state(spec, r, u) for spec, (r, u) in zip(op.step_specs(), records, strict=True)]
+
+
+def define_operation(op: OperationPlan) -> Gen[None]:
+    """Record the operation's definition (once; a later one must name the same steps)."""
+    tick: Tick = yield NOW
+    recorded: str = yield OperationPut(op.op_id, op.intent, op.spec(), tick.now, op.run_id)
+    if not _same_definition(recorded, op.spec()):
+        raise UsageError(
+            f"operation {op.op_id!r} was defined with other steps or keys; "
+            "an operation's steps never change (make a new one for a new intent version)"
         )
-        for s, (r, u) in zip(op.steps, records, strict=True)
-    ]
+
+
+def withdraw_operation(op: OperationPlan, by: str, reason: str) -> Gen[OperationView]:
+    """Withdraw ``op`` (recording its definition first if no pass did yet)."""
+    yield from define_operation(op)
+    return (yield from decide(op.op_id, OperationDecision.WITHDRAW, by=by, reason=reason))
 
 
 def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationResult]:
@@ -251,16 +253,12 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
     object that already recorded it).
     """
     if define:
-        tick: Tick = yield NOW
-        recorded: str = yield OperationPut(op.op_id, op.intent, op.spec(), tick.now, op.run_id)
-        if not _same_definition(recorded, op.spec()):
-            raise UsageError(
-                f"operation {op.op_id!r} was defined with other steps or keys; "
-                "an operation's steps never change (make a new one for a new intent version)"
-            )
+        yield from define_operation(op)
     runs: list[tuple[str, RunResult]] = []
     records = yield from _records(op)
     states = _states(op, records)
+    rows: list[tuple[Any, ...]] = yield DecisionsOf(op.op_id)
+    decisions = tuple(decision_of_row(r) for r in rows)
     # Steps in flight first. An unknown step, or one claimed or executing
     # (perhaps by a worker that died after its submit), is looked at again
     # through the effect protocol: it verifies first, records what it finds,
@@ -273,14 +271,15 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
         if record is not None and record.status in _IN_FLIGHT:
             result: RunResult = yield RunEffect(step.plan, step.fns)
             runs.append((f"reconcile {step.name}", result))
-            states[i] = replace(states[i], status=result.status, attempts=result.attempt)
+            states[i] = _moved(states[i], result)
         if undo is not None and undo.status in _IN_FLIGHT:
             assert step.undo_plan is not None and step.undo_fns is not None
             result = yield RunEffect(step.undo_plan, step.undo_fns)
             runs.append((f"reconcile undo {step.name}", result))
-            states[i] = replace(states[i], undo=result.status)
+            states[i] = replace(states[i], undo=result.status, undo_attempts=result.attempt)
+    tick = yield NOW
     for _ in range(4 * len(op.steps) + 4):
-        a = assess(states)
+        a = assess(states, decisions=decisions, now=tick.now)
         if a.next not in (Next.RUN, Next.UNDO):
             break
         assert a.index is not None
@@ -288,88 +287,25 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
         if a.next is Next.RUN:
             result = yield RunEffect(step.plan, step.fns)
             runs.append((step.name, result))
-            states[a.index] = replace(states[a.index], status=result.status,
-                                      attempts=result.attempt)  # fmt: skip
+            states[a.index] = _moved(states[a.index], result)
         else:
             assert step.undo_plan is not None and step.undo_fns is not None
             result = yield RunEffect(step.undo_plan, step.undo_fns)
             runs.append((f"undo {step.name}", result))
-            states[a.index] = replace(states[a.index], undo=result.status)
+            states[a.index] = replace(
+                states[a.index], undo=result.status, undo_attempts=result.attempt
+            )
         if result.outcome not in _SETTLED:
             break
         if step.role is Role.RETRIABLE and result.outcome is Outcome.FAILED:
-            break  # a dropped notification is retried on its own, in a later pass
-    a = assess(states)
-    receipt = None
-    if a.state in _RECEIPTED and (a.next is Next.STOP or a.state is OperationState.COMPLETE):
-        if runs:  # what the runs wrote, read back once for the receipt
-            records = yield from _records(op)
-            a = assess(_states(op, records))
-        receipt = yield from _write_receipt(op, a, records)
-    return OperationResult(op.op_id, a.state, a.reason, tuple(runs), receipt)
+            break  # a dropped notification is retried on its own, after its backoff
+    # What the runs wrote, read back once: the state, the receipt, the next due work.
+    view: OperationView = yield from view_of(op.op_id)
+    yield from write_receipt(view, op.run_id)
+    receipt = view.receipt if stands_still(view) else None
+    return OperationResult(op.op_id, view.state, view.reason, tuple(runs), receipt)
 
 
-def _write_receipt(
-    op: OperationPlan,
-    a: Assessment,
-    records: list[tuple[EffectRecord | None, EffectRecord | None]],
-) -> Gen[Receipt]:
-    receipt = yield from receipt_of(op, a, records)
-    tick: Tick = yield NOW
-    yield ReceiptPut(
-        op.op_id,
-        receipt.state.value,
-        receipt.text,
-        json.dumps(receipt.data, sort_keys=True, separators=(",", ":"), default=str),
-        tick.now,
-        op.run_id,
-    )
-    return receipt
-
-
-def receipt_of(
-    op: OperationPlan,
-    a: Assessment,
-    records: list[tuple[EffectRecord | None, EffectRecord | None]],
-) -> Gen[Receipt]:
-    """The receipt of ``op`` as the ledger holds it (nothing is written)."""
-    views = []
-    for step, (record, undo) in zip(op.steps, records, strict=True):
-        events: list[Event] = yield Events(step.plan.key)
-        undo_events: list[Event] = (
-            [] if step.undo_plan is None else (yield Events(step.undo_plan.key))
-        )
-        views.append(
-            StepView(
-                step.name,
-                step.role,
-                step.plan.key,
-                record,
-                events,
-                None if step.undo_plan is None else step.undo_plan.key,
-                undo,
-                undo_events,
-            )
-        )
-    intent = None
-    if op.intent is not None:
-        row: IntentRow | None = yield IntentRead(op.intent.intent_id, op.intent.version)
-        if row is not None:
-            intent = row.intent.as_json()
-            intent["current"] = row.status is IntentStatus.CURRENT
-    approval = None
-    if op.approval is not None:
-        found = yield PacketRead(op.approval)
-        # A refreshed packet replaces the one the operation names: the receipt
-        # shows the newest of the chain, the one that could authorize the commit.
-        for _ in range(_MAX_REPLACEMENTS):
-            if found is None or found[0].replaced_by is None:
-                break
-            newer = yield PacketRead(found[0].replaced_by)
-            if newer is None:
-                break
-            found = newer
-        if found is not None:
-            approval = found[0].as_json()
-    tick: Tick = yield NOW
-    return build_receipt(op.op_id, a, views, intent=intent, approval=approval, now=tick.now)
+def _moved(state: StepState, result: RunResult) -> StepState:
+    """A step's state after one of its runs (what the run reports; the pass reads back after)."""
+    return replace(state, status=result.status, attempts=result.attempt, since=None)

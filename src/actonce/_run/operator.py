@@ -19,9 +19,11 @@ The stages, and what each guarantees:
    stop: new work never starts while an effect of this operator may have
    happened (seed 000, section 7). The summary names each one and why.
 3. **identity**: the hook confirms who the run acts as; doubt is a hard stop.
-4. **observe**, **rank**: the candidates, in the order worth trying (a model
+4. **operations**: each operation with work due (a message to resend after
+   its backoff, a queued undo) that the ``resume`` hook hands back: one pass.
+5. **observe**, **rank**: the candidates, in the order worth trying (a model
    may rank; it never touches the guarantees below).
-5. per candidate: **quality** (a reason not to do it is a quality skip,
+6. per candidate: **quality** (a reason not to do it is a quality skip,
    recorded, not an error) → **plan** (its effects; a thread's parts one
    after another, each seeing the result of the one before) → **budget**
    (a read-only pre-check: no room, no claim) → **act** (``Ledger.run``:
@@ -29,9 +31,9 @@ The stages, and what each guarantees:
    effect is confirmed, held while in doubt).
    An effect that ends ambiguous stops the run: nothing new starts until it
    is reconciled or reviewed. A hard stop ends the run.
-6. **heartbeat** between steps and right before every act: a lost lease
+7. **heartbeat** between steps and right before every act: a lost lease
    stops the run at once, before any further mutation.
-7. the lease is given back (also when a hook crashed: the crash is re-raised
+8. the lease is given back (also when a hook crashed: the crash is re-raised
    after), and the :class:`~actonce._rules.operator.RunSummary` is stored.
 """
 
@@ -54,10 +56,12 @@ from .._rules.operator import (
     RunSummary,
     SummaryItem,
     classify,
+    open_why,
 )
 from .._rules.text import world_text
 from .._store.records import LeaseRecord, LeaseResult
 from .budgets import BudgetUsage
+from .operation_review import OperationsDue, OperationsIn
 from .ops import NOW, Get, Hook, Hooked, Op, OpenEffects, Select, StoreOp, Tick
 
 __all__ = [
@@ -168,6 +172,7 @@ class _Run:
     candidates: int = 0
     held_by: str | None = None
     owned: dict[str, bool] = field(default_factory=dict)
+    operations: dict[str, int] = field(default_factory=dict)
 
 
 def _text(value: Any, limit: int = 500) -> str:
@@ -231,6 +236,7 @@ def _stages(run: _Run) -> Gen:
     if got.value is False or isinstance(got.value, str):
         why = "not confirmed" if got.value is False else (_text(got.value) or "not confirmed")
         raise _Stopped(RunStop(RunStage.IDENTITY, f"identity in doubt: {why}"))
+    yield from _operations(run)
     yield from _beat(run)
     run.stage = RunStage.OBSERVE
     observed = yield from _listed(run, "observe")
@@ -339,7 +345,7 @@ def _reconcile(run: _Run) -> Gen:
     if not left:
         return
     for record in left:
-        why = notes.get(record.key) or _text(record.reason or _open_why(record.status))
+        why = notes.get(record.key) or _text(record.reason or open_why(record.status))
         run.items.append(
             SummaryItem(
                 label=f"{record.kind} {record.key[:12]}",
@@ -362,10 +368,24 @@ def _reconcile(run: _Run) -> Gen:
     )
 
 
-def _open_why(status: Status) -> str:
-    if status in (Status.CLAIMED, Status.EXECUTING):
-        return "its owner's lease is still live"
-    return "outcome not proven"
+# --- the operations' due work ----------------------------------------------------------------
+
+
+def _operations(run: _Run) -> Gen:
+    """One pass of each operation with work due that the ``resume`` hook hands back."""
+    run.stage = RunStage.OPERATIONS
+    tick: Tick = yield NOW
+    for op_id in (yield OperationsDue(tick.now, run.cfg.limit)):
+        yield from _beat(run)
+        got = yield from _call("resume", op_id)
+        if isinstance(got.error, HardStop):
+            raise _Stopped(RunStop(RunStage.OPERATIONS, f"{op_id}: {_error(got.error)}"))
+        if got.error is not None:
+            why = f"its pass raised: {_error(got.error)}"
+            run.items.append(SummaryItem(op_id, ItemClass.FAILED, RunStage.OPERATIONS, reason=why))
+        elif got.value is not None:  # None: not this operator's
+            state = str(got.value.state)
+            run.operations[state] = run.operations.get(state, 0) + 1
 
 
 # --- one candidate --------------------------------------------------------------------------
@@ -549,6 +569,8 @@ def _finish(run: _Run) -> Generator[Op, Any, RunSummary]:
         budget = tuple(u.as_json() for u in usages[:50])
     except LedgerError:
         budget = ()
+    with contextlib.suppress(LedgerError):  # the operations waiting for a person
+        run.operations["in_review"] = len((yield OperationsIn("needs_review", 10_000)))
     if run.held_by is not None:
         status = RunStatus.LOCKED_SKIP
     else:
@@ -567,6 +589,7 @@ def _finish(run: _Run) -> Generator[Op, Any, RunSummary]:
         budget=budget,
         candidates=run.candidates,
         held_by=run.held_by,
+        operations=dict(run.operations),
     )
     try:
         stored = yield SummaryPut(summary)

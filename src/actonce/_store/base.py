@@ -186,6 +186,10 @@ class IntentStore(Protocol):
         self, intent: Intent, changed: tuple[str, ...], now: float, run_id: str
     ) -> bool: ...
 
+    def intent_withdraw(
+        self, ref: IntentRef, by: str, reason: str, now: float, run_id: str
+    ) -> RevisionResult: ...
+
 
 @runtime_checkable
 class ApprovalStore(Protocol):
@@ -266,7 +270,15 @@ class OperationStore(Protocol):
     def operation_get(self, op_id: str) -> str | None: ...
 
     def receipt_put(
-        self, op_id: str, state: str, text: str, data: str, now: float, run_id: str
+        self,
+        op_id: str,
+        state: str,
+        text: str,
+        data: str,
+        now: float,
+        run_id: str,
+        due_at: float | None = None,
+        update_only: bool = False,
     ) -> bool: ...
 
     def receipt_get(self, op_id: str) -> tuple[str, str, str, float] | None: ...
@@ -276,6 +288,25 @@ class OperationStore(Protocol):
     ) -> list[tuple[str, str, str, str, float]]: ...
 
     def operation_of(self, key: str) -> str | None: ...
+
+    def operations_in(self, state: str, limit: int) -> list[tuple[str, float]]: ...
+
+    def operations_due(self, now: float, limit: int) -> list[str]: ...
+
+    def decisions_of(self, op_id: str) -> list[tuple[Any, ...]]: ...
+
+    def decision_put(
+        self,
+        op_id: str,
+        n: int,
+        decision: str,
+        step: str | None,
+        attempt: int,
+        by: str,
+        now: float,
+        reason: str,
+        run_id: str,
+    ) -> bool: ...
 
 
 class RunStore(Protocol):

@@ -26,6 +26,7 @@ the whole file, so there the order is moot.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 from .._rules.approvals import ApprovalStatus, Refusal, check_commit
@@ -38,11 +39,12 @@ from .approval_ops import PACKET_COLUMNS, approval_get, approval_update, packet_
 from .budget_ops import pool_usage
 from .history import event_stmt, intent_event_key
 from .intent_ops import INTENT_COLUMNS, intent_get, intent_is_current
+from .operation_ops import withdraw_operations
 from .records import RevisionResult
 from .rows import EFFECT_COLUMNS, event_params, json_text, record_from_row, record_params
 from .stmts import Stmt, Work
 
-__all__ = ["check_gate", "holds_of", "intent_revise", "settle", "take_holds"]
+__all__ = ["check_gate", "holds_of", "intent_revise", "intent_withdraw", "settle", "take_holds"]
 
 
 # --- gated claims and their holds ------------------------------------------------------------
@@ -209,9 +211,11 @@ def intent_revise(
 ) -> Work[RevisionResult]:
     """Version ``new`` supersedes ``old``, in one transaction (see ``_rules.intents``).
 
-    ``old``'s open approvals are voided, its effects that have not crossed
-    the boundary (``claimed``) are closed (``failed``, their holds released),
-    its effects in flight are left to reconcile.
+    ``old`` is closed with it (:func:`_close_version`): its open approvals are
+    voided, its effects that have not crossed the boundary (``claimed``) are
+    closed (``failed``, their holds released), its effects in flight are left
+    to reconcile, and its operations are withdrawn (no unstarted step runs
+    any more; their verified steps are undone by their next pass).
     """
     done, _ = yield Stmt(
         "UPDATE intents SET status = 'superseded', superseded_at = ? "
@@ -238,6 +242,41 @@ def intent_revise(
         version=new.version,
         changed=list(changed),
     )
+    why = f"superseded by v{new.version}"
+    result = yield from _close_version(old, why, "system", now, run_id, superseded_by=new.version)
+    current = yield from intent_get(new.intent_id)
+    return replace(result, current=current)
+
+
+def intent_withdraw(
+    ref: IntentRef, by: str, reason: str, now: float, run_id: str
+) -> Work[RevisionResult]:
+    """Close version ``ref`` without a new one: it commits nothing any more.
+
+    The same closing as a revision's (:func:`_close_version`), one event
+    under ``intent:<id>``. ``applied`` is False when there is no such version.
+    """
+    row = yield from intent_get(ref.intent_id, ref.version)
+    if row is None:
+        return RevisionResult(False, None, (), (), ())
+    yield event_stmt(
+        intent_event_key(ref.intent_id), EventType.INTENT_REVISED, now, run_id,
+        f"{ref} withdrawn by {by}: {reason}", version=ref.version, withdrawn=True, by=by,
+    )  # fmt: skip
+    result = yield from _close_version(ref, f"withdrawn by {by}: {reason}", by, now, run_id)
+    return replace(result, current=row)
+
+
+def _close_version(
+    old: IntentRef,
+    why: str,
+    by: str,
+    now: float,
+    run_id: str,
+    *,
+    superseded_by: int | None = None,
+) -> Work[RevisionResult]:
+    """Close what version ``old`` authorized, inside the caller's transaction."""
     # Effects of the old version that hold nothing in the world yet: close them.
     # (The effect rows only are locked here, their holds by settle(): see "Locks".)
     _, rows = yield Stmt(
@@ -251,7 +290,7 @@ def intent_revise(
     closed: list[str] = []
     for row in rows:
         record = record_from_row(row)
-        yield from _close_superseded(record, old, new.version, now, run_id)
+        yield from _close_claimed(record, old, why, now, run_id, superseded_by)
         closed.append(record.key)
     # Open approvals of the old version authorize nothing any more.
     _, prow = yield Stmt(
@@ -263,9 +302,7 @@ def intent_revise(
     voided = []
     for r in prow:
         packet = packet_of(r)
-        yield from approval_update(
-            packet, ApprovalStatus.VOIDED, now, run_id, f"{old} superseded by v{new.version}"
-        )
+        yield from approval_update(packet, ApprovalStatus.VOIDED, now, run_id, f"{old} {why}")
         voided.append(packet.packet_id)
     # Effects in flight (executing, unknown, in review) stay to reconcile.
     _, frow = yield Stmt(
@@ -274,14 +311,22 @@ def intent_revise(
         "AND e.status IN ('executing', 'unknown', 'needs_review')",
         (str(old),),
     )
-    current = yield from intent_get(new.intent_id)
-    return RevisionResult(True, current, tuple(closed), tuple(voided), tuple(r[0] for r in frow))
+    # Its operations are withdrawn: their next pass undoes what they did.
+    ops = yield from withdraw_operations(old, by, f"{old} {why}", now, run_id)
+    return RevisionResult(
+        True, None, tuple(closed), tuple(voided), tuple(r[0] for r in frow), tuple(ops)
+    )
 
 
-def _close_superseded(
-    record: EffectRecord, old: IntentRef, version: int, now: float, run_id: str
+def _close_claimed(
+    record: EffectRecord,
+    old: IntentRef,
+    why: str,
+    now: float,
+    run_id: str,
+    superseded_by: int | None,
 ) -> Work[None]:
-    reason = f"superseded: {old} was revised to v{version} before this claim crossed the boundary"
+    reason = f"{old} {why} before this claim crossed the boundary"
     values = record_params(record)
     new_values = list(values)
     columns = list(EFFECT_COLUMNS)
@@ -296,6 +341,7 @@ def _close_superseded(
     )
     if done != 1:  # pragma: no cover - the row was locked above
         return
+    data = {"superseded_by": superseded_by} if superseded_by is not None else {"withdrawn": True}
     e = Event(
         key=record.key,
         type=EventType.FAILED,
@@ -305,7 +351,7 @@ def _close_superseded(
         from_status=Status.CLAIMED,
         to_status=Status.FAILED,
         message=reason,
-        data={"superseded_by": version},
+        data=data,
     )
     yield Stmt(q.EVENT, event_params(e), True)
     yield from settle(record.key, record.fence, Settle.RELEASE, now, run_id)

@@ -56,7 +56,8 @@ class RevisionResult:
     revision won): ``current`` is then the version that is. ``closed`` names
     effects of the old version that had not crossed the boundary (now
     ``failed``), ``voided`` its approvals that authorize nothing any more,
-    ``in_flight`` its effects left to reconcile.
+    ``in_flight`` its effects left to reconcile, ``operations`` its
+    operations withdrawn (their next pass undoes what they did).
     """
 
     applied: bool
@@ -64,6 +65,7 @@ class RevisionResult:
     closed: tuple[str, ...]
     voided: tuple[str, ...]
     in_flight: tuple[str, ...]
+    operations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -414,6 +414,7 @@ class SQLiteStore:
     intent_create = _writes(intent_ops.intent_create)
     intent_revise = _writes(gated_ops.intent_revise)
     intent_touch = _writes(intent_ops.intent_touch)
+    intent_withdraw = _writes(gated_ops.intent_withdraw)
     approval_get = _reads(approval_ops.approval_get)
     approval_list = _reads(approval_ops.approval_list)
     approval_put = _writes(approval_ops.approval_put)
@@ -433,6 +434,10 @@ class SQLiteStore:
     receipt_get = _reads(operation_ops.receipt_get)
     receipt_list = _reads(operation_ops.receipt_list)
     operation_of = _reads(operation_ops.operation_of)
+    operations_in = _reads(operation_ops.operations_in)
+    operations_due = _reads(operation_ops.operations_due)
+    decisions_of = _reads(operation_ops.decisions_of)
+    decision_put = _writes(operation_ops.decision_put)
 
     # --- listings (see listing) -------------------------------------------------
 

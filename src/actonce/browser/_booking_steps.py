@@ -212,6 +212,7 @@ def booking_steps(
     retry_backoff: float = 0.25,
     pay_attempts: int = 2,
     notify_attempts: int = 3,
+    notify_backoff: float = 30.0,
 ) -> list[Step]:
     """The four steps of one trip for one intent version, bound to ``session``.
 
@@ -230,7 +231,9 @@ def booking_steps(
         retry_backoff: seconds before the first resend (doubling).
         pay_attempts: proven failures of the payment retried before the
             operation compensates (a session that expired before the click).
-        notify_attempts: sends of the confirmation before it is left pending.
+        notify_attempts: sends of the confirmation before it is given up.
+        notify_backoff: seconds before a confirmation that was not delivered
+            is sent again (doubling with each attempt).
     """
     ref = intent.ref if isinstance(intent, Intent) else intent
     user = session.username
@@ -259,7 +262,7 @@ def booking_steps(
         Step("hold", hold, "compensatable", undo=release, attempts=2),
         Step("pay", pay, "compensatable", undo=void, attempts=pay_attempts),
         Step("book", book, "pivot"),
-        Step("notify", notify, "retriable", attempts=notify_attempts),
+        Step("notify", notify, "retriable", attempts=notify_attempts, backoff=notify_backoff),
     ]
 
 

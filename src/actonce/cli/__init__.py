@@ -8,7 +8,9 @@ Exit codes, for every command: 0 done; 1 an error (one line on stderr); 2 a
 bad command line; 3 ``reconcile`` left effects open or unverifiable (run it
 again later, or review them); 130 interrupted. ``approve`` and ``deny``: 0
 accepted, or the same answer again (nothing changed); 1 refused, the reason
-on one line on stderr. ``demo``, ``chaos``, ``explore``, ``sandbox`` and ``console``
+on one line on stderr; both need the user's carrier (``--code``, ``--link``)
+or an operator's recorded ``--override --reason``. ``decide``: 0 recorded or
+the same decision again; 1 refused. ``demo``, ``chaos``, ``explore``, ``sandbox`` and ``console``
 document their own.
 """
 
@@ -21,7 +23,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from actonce import ActOnceError, ApprovalStatus, Status, __version__, scrub_text
+from actonce import (
+    ActOnceError,
+    ApprovalStatus,
+    OperationDecision,
+    Status,
+    __version__,
+    scrub_text,
+)
 
 from ._approvals import cmd_answer, cmd_approvals, cmd_intents
 from ._commands import (
@@ -40,8 +49,11 @@ from ._commands import (
     cmd_summary,
 )
 from ._doctor import cmd_doctor, cmd_evidence_prune
+from ._operations import cmd_decide, cmd_operation, cmd_operations
 
 __all__ = ["build_parser", "main"]
+
+DECISIONS = [d.value for d in OperationDecision]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,10 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "intents", parents=[common], help="current intents, or one with its supersession chain"
     )
-    p.add_argument("intent_id", nargs="?", type=_text, metavar="ID", help="one intent's chain")
+    p.add_argument(
+        "words", nargs="*", type=_text, metavar="[withdraw] ID",
+        help="one intent's chain; 'withdraw ID' closes its current version (or --version)",
+    )  # fmt: skip
     p.add_argument("--user", type=_text)
     p.add_argument("--all", action="store_true", help="every version, superseded ones too")
     p.add_argument("--limit", type=_count, default=100)
+    p.add_argument("--version", type=_attempt, help="withdraw: the version (default: current)")
+    p.add_argument("--by", type=_text, help="withdraw: who withdraws it")
+    p.add_argument("--reason", type=_text, help="withdraw: why")
     p.set_defaults(func=cmd_intents)
 
     p = sub.add_parser("approvals", parents=[common], help="approval packets (read-only)")
@@ -130,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         carrier = p.add_mutually_exclusive_group()
         carrier.add_argument("--code", type=_text, help="the reply code ('-': read it from stdin)")
         carrier.add_argument("--link", type=_text, metavar="TOKEN", help="the signed link token")
+        carrier.add_argument(
+            "--override", action="store_true",
+            help="no carrier: an operator answers for the user (needs --reason; recorded)",
+        )  # fmt: skip
+        p.add_argument("--reason", type=_text, help="why an operator overrides (with --override)")
+        p.add_argument("--operator", default=os.environ.get("USER") or "",
+                       help="who overrides (default: $USER)")  # fmt: skip
         p.add_argument("--note", type=_text)
         p.set_defaults(func=cmd_answer)
 
@@ -145,6 +170,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="the attempt you decided on (as `actonce show` prints it): refused if it moved on",
     )
     p.set_defaults(func=cmd_resolve)
+
+    p = sub.add_parser(
+        "operations", parents=[common], help="operations waiting for a person (read-only)"
+    )
+    p.add_argument("--due", action="store_true", help="those with work due instead")
+    p.add_argument("--limit", type=_count, default=100)
+    p.set_defaults(func=cmd_operations)
+
+    p = sub.add_parser("operation", parents=[common], help="one operation: where it stands")
+    p.add_argument("operation", type=_text, help="the operation's id")
+    p.set_defaults(func=cmd_operation)
+
+    p = sub.add_parser("decide", parents=[common], help="record a decision about an operation")
+    p.add_argument("operation", type=_text, help="the operation's id")
+    p.add_argument("decision", choices=[d.replace("_", "-") for d in DECISIONS])
+    p.add_argument("--reason", required=True, type=_text)
+    p.add_argument("--reviewer", default=os.environ.get("USER") or "")
+    p.add_argument("--attempt", type=_attempt, help="the attempt `actonce operation` printed")
+    p.add_argument("--step", type=_text, help="the step it is about (default: where it stands)")
+    p.set_defaults(func=cmd_decide)
 
     p = sub.add_parser(
         "reconcile", parents=[common], help="verify every unfinished effect and move it on"
@@ -228,6 +273,29 @@ def _tolerant_output() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What argparse cannot say: options that go together."""
+    if args.command in ("resolve", "decide") and not args.reviewer.strip():
+        parser.error(f"{args.command} needs --reviewer (or $USER)")
+    if args.command in ("approve", "deny"):
+        if args.code is None and args.link is None and not args.override:
+            parser.error(
+                f"{args.command} needs the user's carrier (--code or --link), or an "
+                "operator's override (--override --reason ...)"
+            )
+        if args.override and not (args.reason and args.operator.strip()):
+            parser.error("--override needs --reason (and --operator, or $USER): it is recorded")
+    if args.command == "intents":
+        args.withdraw = None
+        args.intent_id = args.words[0] if args.words else None
+        if len(args.words) == 2 and args.words[0] == "withdraw":
+            if not (args.by and args.reason):
+                parser.error("intents withdraw needs --by and --reason (both are recorded)")
+            args.withdraw = args.words[1]
+        elif len(args.words) > 1:
+            parser.error("intents takes one ID, or 'withdraw ID'")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``actonce`` command."""
     _tolerant_output()
@@ -237,8 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(target(argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "resolve" and not args.reviewer.strip():
-        parser.error("resolve needs --reviewer (or $USER)")
+    _check(parser, args)
     func: Callable[[Any], int] = args.func
     try:
         return int(func(args))

@@ -1,11 +1,15 @@
 """The ``actonce`` commands of purchase and booking agents, over the public API only.
 
-``intents`` and ``approvals`` open the ledger read-only; ``approve`` and
-``deny`` record one answer (the same answer again is no error: exit 0, the
-existing state; a refused answer exits 1 with its reason on one line). A reply
-code or a link token given on the command line is never printed; ``--code -``
-reads the code from stdin instead of the process list. The signing keys come
-from ``ACTONCE_APPROVAL_KEYS`` (or ``ACTONCE_APPROVAL_KEYS_FILE``).
+``intents`` and ``approvals`` open the ledger read-only (``intents withdraw
+ID`` closes a version); ``approve`` and ``deny`` record one answer, carried
+by the user's own reply code (``--code``) or signed link (``--link``) — or,
+explicitly, by an operator's override (``--override --reason``), recorded in
+the packet's history with the operator's name and reason. The same answer
+again is no error (exit 0, the existing state; a duplicated code too); a
+refused answer exits 1 with its reason on one line. A reply code or a link
+token given on the command line is never printed; ``--code -`` reads the
+code from stdin instead of the process list. The signing keys come from
+``ACTONCE_APPROVAL_KEYS`` (or ``ACTONCE_APPROVAL_KEYS_FILE``).
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ def _status(p: Packet, now: float) -> str:
 
 
 def cmd_intents(args: argparse.Namespace) -> int:
+    if args.withdraw is not None:
+        return _withdraw(args)
     with _read(args) as ledger:
         if args.intent_id is None:
             status = None if args.all else "current"
@@ -109,6 +115,24 @@ def cmd_intents(args: argparse.Namespace) -> int:
     if packets:
         print("\napprovals:")
         print(_packet_table(packets, now))
+    return EXIT_OK
+
+
+def _withdraw(args: argparse.Namespace) -> int:
+    with open_ledger(args.ledger) as ledger:
+        done = ledger.intents.withdraw(args.withdraw, args.version, by=args.by, reason=args.reason)
+        version = done.current.intent.version if done.current else args.version
+    if args.json:
+        print_json({"intent_id": args.withdraw, "version": version, "operations":
+                    list(done.operations), "voided": list(done.voided),
+                    "closed": list(done.closed), "in_flight": list(done.in_flight)})  # fmt: skip
+        return EXIT_OK
+    print(f"withdrawn: {args.withdraw}@v{version}")
+    for what, items in (("operations withdrawn (their next pass undoes what they did)",
+                         done.operations), ("approvals voided", done.voided),
+                        ("effects closed before the boundary", done.closed),
+                        ("effects in flight, left to reconcile", done.in_flight)):  # fmt: skip
+        print(f"  {what}: {', '.join(items) if items else 'none'}")
     return EXIT_OK
 
 
@@ -204,8 +228,12 @@ def cmd_answer(args: argparse.Namespace) -> int:
             result = ap.answer_code(code, decision, by=args.by, packet_id=args.packet_id)
         elif args.link is not None:
             result = ap.answer_link(args.link, decision, by=args.by, packet_id=args.packet_id)
-        else:
-            result = ap.answer(args.packet_id, decision, by=args.by, note=args.note, via="cli")
+        else:  # no carrier of the user's: an operator's override, on the record
+            note = f"operator override by {args.operator}: {args.reason}"
+            if args.note:
+                note += f" ({args.note})"
+            result = ap.answer(args.packet_id, decision, by=args.by, note=note,
+                               via="cli-override")  # fmt: skip
         packet = ap.get(args.packet_id)
     reason = clean(" ".join(result.reason.split())) or ""
     if args.json:

@@ -62,6 +62,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         counts = ledger.counts()
         duplicates = ledger.duplicates()
         review = ledger.list(Status.NEEDS_REVIEW, limit=10)
+        operations = ledger.operations.in_review(limit=1000)
         url = ledger.url
     total = sum(counts.values())
     open_ = sum(n for s, n in counts.items() if s.is_open)
@@ -73,6 +74,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "open": open_,
                 "duplicates_detected": duplicates,
                 "counts": {s.value: counts.get(s, 0) for s in Status},
+                "operations_in_review": len(operations),
             }
         )
         return EXIT_OK
@@ -82,6 +84,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"duplicates detected: {duplicates})"
     )
     print(table([[s.value, str(counts.get(s, 0))] for s in Status], ["status", "count"]))
+    print(f"operations in review: {len(operations)}")
+    for v in operations[:10]:
+        at = f"undo of {v.step}" if v.undo else v.step
+        print(f"  {v.op_id}  at {at}, since {when(v.since)}: {clean(v.reason) or ''}")
     if review:
         print("\nwaiting for review:")
         for r in review:

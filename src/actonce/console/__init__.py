@@ -138,12 +138,34 @@ def _add_reviewer(argv: list[str]) -> int:
     return EXIT_OK
 
 
+def check_private(path: Path | None) -> None:
+    """Refuse a reviewers file that other users of the machine can read or write."""
+    if path is None:
+        return
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if mode & 0o077:
+        raise ActOnceError(
+            f"the reviewers file {path} can be read or written by other users (mode "
+            f"{mode & 0o777:o}): its password hashes must stay private; run chmod 600 {path}"
+        )
+
+
 def _serve(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.allow_remote and not args.secure_cookies:
+        # Sessions over plain http from other machines: anyone on the path reads the cookie.
+        raise ActOnceError(
+            "--allow-remote serves other machines: put TLS in front of the console and pass "
+            "--secure-cookies too (refused without it: session cookies would travel in clear)"
+        )
     ledger = open_ledger(args.ledger)
     try:
         ledger.registry.load(args.verifiers)
         path = reviewers_path(args.reviewers, ledger)
+        check_private(path)
         reviewers = Reviewers.load(path, os.environ.get(REVIEWERS_ENV))
         token = reviewers.one_time_token(args.token_for) if args.token_for else None
         if not reviewers:

@@ -7,9 +7,10 @@ place, so none can be added unguarded; ``tests/console/test_guard.py``
 walks them all from the app's own router.
 
 There is no route that performs an effect, and none that re-runs one: the
-console records decisions (``Ledger.resolve``), answers approvals
-(``ledger.approvals.answer``), takes and lets go of review holds (leases),
-and runs a verifier read-only.
+console records decisions (``Ledger.resolve``, ``ledger.operations.decide``),
+answers approvals (``ledger.approvals.answer``), takes and lets go of review
+holds (leases), and runs a verifier read-only. A decision to retry an undo is
+carried out by the operation's next pass, not by the console.
 """
 
 from __future__ import annotations
@@ -29,15 +30,24 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from actonce import ActOnceError, Resolution, UnknownEffect
+from actonce import ActOnceError, Resolution, UnknownEffect, UsageError
 
 from ._console import Console, key_of
 from ._decide import CLASSES, reason_text, verify_once
 from ._evidence import FILES, HTML_CSP, locate, read_text
 from ._guard import CSP, LOGIN_COOKIE, SESSION_COOKIE, SecurityHeaders, guarded, safe_next
+from ._operations import CHOICES as DECISIONS
+from ._operations import hold_key, operation_page
 from ._receipts import receipt_page, receipts_page
 from ._sessions import LOGIN_NONCE_SECONDS, Session
-from ._views import approvals_page, effect_page, overview_page, packet_page, queue_page
+from ._views import (
+    approvals_page,
+    effect_page,
+    hold_view,
+    overview_page,
+    packet_page,
+    queue_page,
+)
 from ._words import at
 
 __all__ = ["create_app", "routes"]
@@ -144,9 +154,15 @@ class App:
         """Check a name and a password (or a one-time token); start a session."""
         form = request.state.form
         name, secret = form.get("name", "").strip(), form.get("password", "")
-        ok = bool(name and secret) and await run_in_threadpool(self.c.reviewers.check, name, secret)
+        client = request.client.host if request.client else ""
+        ok = bool(name and secret) and await run_in_threadpool(
+            self.c.reviewers.check, name, secret, client
+        )
         if not ok:
-            error = "Wrong name or password (after 5 tries, a name waits 15 minutes)."
+            error = (
+                "Wrong name or password. After 5 wrong tries from this address, this name is "
+                "refused from here for 15 minutes (elsewhere it still signs in)."
+            )
             return self._login_page(request, error=error, status=401, name=name)
         self.c.sessions.end(request.cookies.get(SESSION_COOKIE))
         session = self.c.sessions.start(name)
@@ -220,6 +236,22 @@ class App:
 
         page = await run_in_threadpool(work)
         return page if page is not None else self._missing(request, "No receipt for that id.")
+
+    async def operation(self, request: Request) -> Response:
+        """One operation, one screen: did it happen, how we know, what next, who acts."""
+        op_id = key_of(request.path_params["op"])
+        reviewer = self._session(request).reviewer
+
+        def work() -> HTMLResponse:
+            hold = hold_view(self.c, hold_key(op_id), reviewer)
+            values = operation_page(self.c, op_id, reviewer, hold)
+            return self._page(request, "operation.html", **values)
+
+        try:
+            page: HTMLResponse = await run_in_threadpool(work)
+        except UsageError:
+            return self._missing(request, "No such operation in this ledger.")
+        return page
 
     async def evidence(self, request: Request) -> Response:
         """One evidence file, if the effect's history names its folder (see _evidence)."""
@@ -389,6 +421,61 @@ class App:
             )
         return self._back(request, said, to)
 
+    async def op_hold(self, request: Request) -> Response:
+        """Hold an operation while deciding (or hold it longer)."""
+        reviewer = self._session(request).reviewer
+        op_id = key_of(request.path_params["op"])
+
+        def take() -> str:
+            self.c.ledger.operations.get(op_id)  # there is one
+            state = self.c.holds.take(hold_key(op_id), reviewer)
+            if state.mine and state.here:
+                return "You hold this operation: the decision is yours until the hold ends."
+            return f"Held by {state.holder}: you can read it, not decide it."
+
+        return await self._act(request, take, f"/operations/{request.path_params['op']}")
+
+    async def op_release(self, request: Request) -> Response:
+        """Let an operation go without deciding."""
+        reviewer = self._session(request).reviewer
+        op_id = key_of(request.path_params["op"])
+
+        def let_go() -> str:
+            self.c.holds.release(hold_key(op_id), reviewer)
+            return "You let the operation go; anyone may take it."
+
+        return await self._act(request, let_go, f"/operations/{request.path_params['op']}")
+
+    async def op_decide(self, request: Request) -> Response:
+        """Record the holder's decision about an operation (identity: the session's)."""
+        reviewer = self._session(request).reviewer
+        form = request.state.form
+        op_id = key_of(request.path_params["op"])
+        to = f"/operations/{request.path_params['op']}"
+        chosen = DECISIONS.get(form.get("decision", ""))
+        text = form.get("reason", "").strip()
+        shown = form.get("attempt", "")
+        attempt = int(shown) if shown.isdigit() and 0 < len(shown) < 10 else None
+        if chosen is None:
+            return self._back(request, "Nothing recorded: choose a decision.", to)
+        if not text:
+            return self._back(request, "Nothing recorded: a decision needs its reason.", to)
+        if attempt is None:
+            return self._back(request, "Nothing recorded: the page did not say which attempt.", to)
+
+        def decide() -> str:
+            if not self.c.holds.confirm(hold_key(op_id), reviewer):
+                return (
+                    "Nothing recorded: hold the operation first (your hold ended, or is not here)."
+                )
+            view = self.c.ledger.operations.decide(
+                op_id, chosen[0], by=reviewer, reason=text, attempt=attempt
+            )
+            self.c.holds.release(hold_key(op_id), reviewer)
+            return f"Recorded by {reviewer} ({chosen[1].lower()}): the operation is {view.state.value}."
+
+        return await self._act(request, decide, to)
+
     async def _act(self, request: Request, work: Callable[[], str], to: str) -> Response:
         try:
             said = await run_in_threadpool(work)
@@ -417,6 +504,10 @@ def routes(console: Console) -> list[Route]:
         ("/approvals", app.approvals, "GET", False),
         ("/approvals/{packet_id}", app.packet, "GET", False),
         ("/approvals/{packet_id}/answer", app.answer, "POST", False),
+        ("/operations/{op}", app.operation, "GET", False),
+        ("/operations/{op}/hold", app.op_hold, "POST", False),
+        ("/operations/{op}/release", app.op_release, "POST", False),
+        ("/operations/{op}/decide", app.op_decide, "POST", False),
         ("/receipts", app.receipts, "GET", False),
         ("/receipts/{op}", app.receipt, "GET", False),
         ("/static/{name}", app.static, "GET", False),

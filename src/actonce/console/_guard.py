@@ -5,10 +5,11 @@ route table, so a new route cannot be added without it):
 
 1. A state-changing request (anything but ``GET``/``HEAD``) must come from
    this console's own pages: ``Sec-Fetch-Site``, when the browser sends it,
-   must be ``same-origin``; ``Origin``, when sent, must be this console's
+   must be ``same-origin``; ``Origin`` must be sent, and be this console's
    origin, or ``null`` vouched for by ``Sec-Fetch-Site: same-origin`` (what
    a browser sends for its own forms under ``Referrer-Policy:
-   no-referrer``). Otherwise 403.
+   no-referrer``). Otherwise 403 — a request without ``Origin`` too, even
+   with a valid CSRF token: every browser sends one with a form's POST.
 2. Without a live session: a page (``GET``) redirects to ``/login``; any
    other request is 401. Only the routes built ``public`` (the login page)
    skip this.
@@ -110,14 +111,16 @@ def own_origin(request: Request) -> str:
 def _from_elsewhere(request: Request) -> bool:
     # Under "Referrer-Policy: no-referrer" a browser sends "Origin: null" with
     # every form it posts, its own origin's too; it then vouches for the
-    # origin with Sec-Fetch-Site (a header no page can set). A client that
-    # sends neither header is not a browser a page can drive: the CSRF token
-    # still has to be right.
+    # origin with Sec-Fetch-Site (a header no page can set). Every browser
+    # sends Origin with a POST: a request without one is refused, whatever
+    # its token (a stolen token must not be enough from a script).
     site = request.headers.get("sec-fetch-site")
     if site is not None and site != "same-origin":
         return True
     origin = request.headers.get("origin")
-    if origin is None or origin == own_origin(request):
+    if origin is None:
+        return True
+    if origin == own_origin(request):
         return False
     return not (origin == "null" and site == "same-origin")
 

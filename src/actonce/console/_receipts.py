@@ -10,14 +10,15 @@ the receipt of the operation it is a step of.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from actonce import ActOnceError, Receipt
+from actonce import ActOnceError
 
 from ._console import Console, ref_of
 from ._words import at, clean, shown_json
 
-__all__ = ["PAGE", "effect_receipt", "receipt_page", "receipts_page"]
+__all__ = ["PAGE", "effect_receipt", "receipt_page", "receipts_page", "step_rows"]
 
 #: Receipts per page.
 PAGE = 50
@@ -31,23 +32,52 @@ def _before(text: str | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _steps(receipt: Receipt) -> list[dict[str, Any]]:
-    steps = receipt.data.get("steps")
+def _status(value: Any) -> tuple[str, str]:
+    """A status as words and as a CSS class (never a space in it: ``not started`` -> ``none``)."""
+    if not value:
+        return "not started", "s-none"
+    text = clean(value, 40)
+    return text, "s-" + "".join(c if c.isalnum() or c == "_" else "-" for c in text)
+
+
+def step_rows(data: Mapping[str, Any], key: str | None = None) -> list[dict[str, Any]]:
+    """The steps of a receipt's JSON, each linked to its effect's screen when it has one.
+
+    ``key``: the effect the page is about (its row says "this effect").
+    """
+    steps = data.get("steps")
+    decisions = data.get("decisions")
+    by_hand = {
+        d.get("step")
+        for d in (decisions if isinstance(decisions, list) else [])
+        if isinstance(d, dict) and d.get("decision") == "undone_by_hand"
+    }
     out = []
     for s in steps if isinstance(steps, list) else []:
         if not isinstance(s, dict):
             continue
         undo = s.get("undo") if isinstance(s.get("undo"), dict) else None
+        status, css = _status(s.get("status"))
+        undo_status, undo_css = _status((undo or {}).get("status"))
+        manual = s.get("name") in by_hand
+        if manual:
+            undo_status, undo_css = f"{undo_status}, undone by hand", "s-undone"
         out.append(
             {
                 "name": clean(s.get("name"), 80),
                 "role": clean(s.get("role"), 40),
-                "status": clean(s.get("status") or "not started", 40),
+                "status": status,
+                "css": css,
+                "attempts": s.get("attempts") or 0,
                 # Only a step the ledger holds a record of links to an effect's screen.
                 "ref": ref_of(str(s["key"])) if s.get("key") and s.get("status") else None,
+                "this": key is not None and key == s.get("key"),
                 "provider_ref": clean(s.get("provider_ref") or "", 200),
                 "undo_ref": ref_of(str(undo["key"])) if undo and undo.get("status") else None,
-                "undo_status": clean((undo or {}).get("status") or "", 40),
+                "undo_this": key is not None and undo is not None and key == undo.get("key"),
+                "undo_status": undo_status if undo and undo.get("status") else "",
+                "undo_css": undo_css,
+                "undone": manual or bool(undo and undo.get("status") == "confirmed"),
                 "has_undo": undo is not None,
             }
         )
@@ -81,27 +111,35 @@ def receipt_page(console: Console, op_id: str) -> dict[str, Any] | None:
         return None
     return {
         "id": clean(receipt.operation_id, 200),
+        "link": ref_of(receipt.operation_id),
         "state": receipt.state.value,
-        "text": clean(receipt.text, 4000),
-        "steps": _steps(receipt),
+        "headline": clean(receipt.text.splitlines()[0] if receipt.text else "", 500),
+        "lines": [
+            (clean(label, 60), clean(value, 1000))
+            for label, _, value in (line.partition(": ") for line in receipt.text.splitlines()[1:])
+        ],
+        "steps": step_rows(receipt.data),
         "json": shown_json(dict(receipt.data)),  # masked and scrubbed like every page
     }
 
 
 def effect_receipt(console: Console, key: str) -> dict[str, Any] | None:
-    """The operation an effect is a step of, its state and its other steps."""
+    """The operation an effect is a step (or an undo) of: its state and its steps."""
     try:
         op_id = console.ledger.operation_of(key)
+        view = None if op_id is None else console.ledger.operations.get(op_id)
     except (ActOnceError, AttributeError):  # a store of one's own may keep no operations
         return None
-    if op_id is None:
+    if op_id is None or view is None:
         return None
-    receipt = console.ledger.receipt(op_id)
+    steps = step_rows(view.receipt.data, key)
+    mine = next((s for s in steps if s["this"]), None)
     return {
         "id": clean(op_id, 200),
         "link": ref_of(op_id),
-        "written": receipt is not None,
-        "state": None if receipt is None else receipt.state.value,
-        "steps": [] if receipt is None else _steps(receipt),
-        "self": ref_of(key),
+        "state": view.state.value,
+        "steps": steps,
+        # A step verified done, then undone by its operation: not a plain "confirmed".
+        "undone": mine is not None and mine["undone"],
+        "undone_by": None if mine is None or not mine["undone"] else mine["undo_ref"],
     }

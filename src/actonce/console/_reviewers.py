@@ -9,9 +9,11 @@ writes one. A one-time token (``--token-for NAME``) is a random secret
 printed once at start-up, held only as its SHA-256 in memory, good for one
 sign-in within its lifetime.
 
-Wrong answers are throttled per name: after :data:`MAX_FAILURES` within
-:data:`FAILURE_WINDOW` seconds the name is refused until the window passes,
-whatever the password. An unknown name costs the same scrypt work as a
+Wrong answers are throttled per client and name: after :data:`MAX_FAILURES`
+within :data:`FAILURE_WINDOW` seconds that name is refused *from that
+client* (its address) until the window passes, whatever the password; the
+reviewer can still sign in from anywhere else, so a stranger's guesses
+cannot lock a reviewer out. An unknown name costs the same scrypt work as a
 known one, so timing does not tell which names exist.
 """
 
@@ -145,7 +147,7 @@ class Reviewers:
     ) -> None:
         self._hashes = dict(hashes or {})
         self._tokens: list[_Token] = []
-        self._failures: dict[str, tuple[float, int]] = {}
+        self._failures: dict[tuple[str, str], tuple[float, int]] = {}
         self._lock = threading.Lock()
         self._now = clock or time.monotonic
 
@@ -181,14 +183,19 @@ class Reviewers:
             self._tokens.append(_Token(name, digest, self._now() + seconds))
         return token
 
-    def check(self, name: str, secret: str) -> bool:
+    def check(self, name: str, secret: str, client: str = "") -> bool:
         """Whether ``secret`` signs ``name`` in (a password, or an unused token).
 
-        Every answer counts: a throttled name is refused without a check.
+        Every answer counts, per ``client`` (its address) and name: a name
+        throttled for that client is refused from it without a check.
         """
         now = self._now()
+        slot = (client, name)
         with self._lock:
-            start, failures = self._failures.get(name, (now, 0))
+            if len(self._failures) > 100_000:  # a flood of names: forget the oldest windows
+                self._failures = {k: v for k, v in self._failures.items()
+                                  if now - v[0] < FAILURE_WINDOW}  # fmt: skip
+            start, failures = self._failures.get(slot, (now, 0))
             if now - start >= FAILURE_WINDOW:
                 start, failures = now, 0
             if failures >= MAX_FAILURES:
@@ -198,9 +205,9 @@ class Reviewers:
             ok = self._use_token(name, secret, now)
         with self._lock:
             if ok:
-                self._failures.pop(name, None)
+                self._failures.pop(slot, None)
             else:
-                self._failures[name] = (start, failures + 1)
+                self._failures[slot] = (start, failures + 1)
         return ok
 
     def _use_token(self, name: str, secret: str, now: float) -> bool:

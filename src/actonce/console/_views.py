@@ -27,6 +27,7 @@ from actonce import (
 from ._console import Console, ref_of
 from ._decide import CLASSES, consequences
 from ._evidence import folder_view
+from ._operations import operations_in_review
 from ._receipts import effect_receipt
 from ._timeline import entries, evidence_refs, last_error, verdicts
 from ._words import actor_of, age, at, clean, question, scope_of, shown, shown_json, subject
@@ -35,6 +36,7 @@ __all__ = [
     "REVIEW",
     "approvals_page",
     "effect_page",
+    "hold_view",
     "overview_page",
     "packet_page",
     "parse_cursor",
@@ -63,7 +65,8 @@ def _cursor(record: EffectRecord) -> str:
     return f"{record.updated_at!r}:{record.key}"
 
 
-def _hold(console: Console, key: str, reviewer: str) -> dict[str, Any]:
+def hold_view(console: Console, key: str, reviewer: str) -> dict[str, Any]:
+    """Who holds ``key`` now, for a page."""
     state = console.holds.state(key, reviewer)
     return {
         "free": state.free,
@@ -98,11 +101,13 @@ def queue_page(
                 "reason": clean(r.reason or "", 200)
                 or (f"duplicate detected: {r.matches} results" if r.matches > 1 else ""),
                 "matches": r.matches,
-                "hold": _hold(console, r.key, reviewer),
+                "hold": hold_view(console, r.key, reviewer),
             }
         )
     counts = ledger.counts(REVIEW)
     pending = ledger.approvals.list(ApprovalStatus.PENDING, limit=PENDING_SHOWN + 1)
+    # Operations stopped for a person, beside the effects (the first page of the review queue).
+    operations = operations_in_review(console) if status == "review" and after is None else []
     return {
         "rows": rows,
         "status": status if status in STATUS_FILTERS else "review",
@@ -113,6 +118,7 @@ def queue_page(
         "paged": after is not None,
         "counts": {s.value: counts.get(s, 0) for s in REVIEW},
         "pending": [_packet_row(p, now) for p in pending[:PENDING_SHOWN]],
+        "operations": operations,
         "pending_more": len(pending) > PENDING_SHOWN,
     }
 
@@ -286,6 +292,8 @@ def effect_page(console: Console, key: str, reviewer: str) -> dict[str, Any]:
     ]
     since = record.updated_at
     reviewable = record.status in REVIEW
+    operation = effect_receipt(console, record.key)
+    undone = operation is not None and operation["undone"]
     return {
         "ref": ref_of(record.key),
         "key": clean(record.key, 600),
@@ -293,6 +301,10 @@ def effect_page(console: Console, key: str, reviewer: str) -> dict[str, Any]:
         "kind": clean(record.kind, 80),
         "actor": actor_of(record),
         "status": record.status.value,
+        # A payment verified, then voided by its operation, is not shown as a plain success.
+        "status_words": "confirmed, then undone" if undone else record.status.value,
+        "status_css": "s-undone" if undone else f"s-{record.status.value}",
+        "open": reviewable or record.status.is_open,
         "since": at(since),
         "age": age(now - since),
         "created": at(record.created_at),
@@ -321,9 +333,9 @@ def effect_page(console: Console, key: str, reviewer: str) -> dict[str, Any]:
             for h in holds
         ],
         "context": _context(console, holds, events, reviewer),
-        "operation": effect_receipt(console, record.key),
+        "operation": operation,
         "reviewable": reviewable,
-        "hold": _hold(console, record.key, reviewer),
+        "hold": hold_view(console, record.key, reviewer),
         "hold_minutes": round(console.settings.hold_seconds / 60),
         "classes": list(CLASSES.values()),
         "consequences": consequences(record, holds) if reviewable else {},

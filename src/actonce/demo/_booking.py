@@ -220,6 +220,8 @@ class _Demo:
         config = {
             "ledger": self.ledger_path, "origin": self.server.url, "tenant": TENANT,
             "trips": [s.to_json() for s in specs], "evidence_dir": str(self.workdir / name),
+            # A dropped confirmation is sent again after a second (30 s by default).
+            "step_options": {"notify_backoff": 1.0},
             **extra,
         }  # fmt: skip
         w = _Process(name, config)

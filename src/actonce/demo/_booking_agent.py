@@ -35,14 +35,13 @@ from typing import Any
 from actonce import (
     ApprovalStatus,
     IntentRef,
-    IntentStatus,
     Ledger,
     Operation,
     OperationResult,
     Outcome,
     Packet,
-    Status,
     Step,
+    UsageError,
 )
 from actonce.browser import Browser, BrowserSession, Trip, booking_steps
 from actonce.sandbox import SEED_USERS
@@ -147,6 +146,8 @@ class BookingAgent:
         self.step_options = step_options or {}
         self._sessions: dict[str, BrowserSession] = {}
         self._signed_out: set[str] = set()
+        self.specs: list[TripSpec] = []
+        """The trips this agent has run (``resume`` finds their operations)."""
 
     def session(self, user: str) -> BrowserSession:
         """The user's session, signed in (again, after a pass found it signed out)."""
@@ -169,6 +170,8 @@ class BookingAgent:
 
     def steps(self, spec: TripSpec) -> tuple[list[Step], Packet | None]:
         """The trip's steps, gated by the newest packet of its approval."""
+        if spec not in self.specs:
+            self.specs.append(spec)
         packet = newest_packet(self.ledger, spec.packet)
         trip = spec.trip
         if packet is not None and packet.ceiling is not None:
@@ -194,40 +197,32 @@ class BookingAgent:
     def run(self, spec: TripSpec) -> OperationResult:
         """One pass of the trip's operation.
 
-        A version that can commit nothing any more — superseded by a newer
-        one, or its approval expired, denied or voided — is withdrawn first
-        (its verified steps undone), so the pass finds it compensated.
+        A version that can commit nothing any more is withdrawn through the
+        public API: a superseded one by its revision already (in the revision's
+        own transaction), one whose approval expired, was denied or voided
+        here (``Operation.withdraw``). The pass then undoes its verified steps,
+        newest first, and finds it compensated.
         """
-        if self.superseded(spec) or _dead(newest_packet(self.ledger, spec.packet)):
-            self.withdraw(spec)
-        result = self.operation(spec).run()
+        op = self.operation(spec)
+        packet = newest_packet(self.ledger, spec.packet)
+        if packet is not None and _dead(packet) and not self._withdrawn(spec):
+            why = f"approval {packet.packet_id} is {packet.status.value}"
+            op.withdraw(by="booking-agent", reason=why)
+        result = op.run()
         if any(r.outcome is Outcome.HARD_STOP for _, r in result.runs):
             self.signed_out(spec.user)  # a wall stopped it: sign in, then resume
         return result
 
-    def superseded(self, spec: TripSpec) -> bool:
-        """Whether a newer version of the trip's intent is current."""
-        rows = self.ledger.intents.chain(spec.intent_id)
-        mine = next((r for r in rows if r.intent.version == spec.version), None)
-        return mine is not None and mine.status is IntentStatus.SUPERSEDED
+    def _withdrawn(self, spec: TripSpec) -> bool:
+        try:
+            return self.ledger.operations.get(spec.op_id).closed
+        except UsageError:  # never run: nothing to undo, nothing withdrawn yet
+            return False
 
-    def withdraw(self, spec: TripSpec) -> list[str]:
-        """Undo, newest first, the verified steps of a superseded version.
-
-        Verify before compensate: only a step the ledger holds as confirmed
-        is undone (each undo is an effect of its own: keyed, verified, at most
-        once); a step in doubt is left to review.
-        """
-        steps, _ = self.steps(spec)
-        undone = []
-        for step in reversed(steps):
-            key = step.effect.key
-            record = self.ledger.get(key if isinstance(key, str) else key.value)
-            if step.undo is None or record is None or record.status is not Status.CONFIRMED:
-                continue
-            self.ledger.run(step.undo)
-            undone.append(step.name)
-        return undone
+    def resume(self, op_id: str) -> Operation | None:
+        """The operation of one of this agent's trips, by id (``None``: not one of them)."""
+        spec = next((s for s in self.specs if s.op_id == op_id), None)
+        return None if spec is None else self.operation(spec)
 
     def close(self) -> None:
         """Close every session."""

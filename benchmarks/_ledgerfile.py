@@ -8,15 +8,35 @@ temporary name and renamed, so a half-built file is never used.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterable
 from typing import Any
 
+import actonce
 from actonce import SQLiteStore
+from actonce._store import migrations
 
-__all__ = ["write_ledger"]
+__all__ = ["cache_folder", "write_ledger"]
+
+
+def cache_folder(name: str) -> str:
+    """The temporary folder where benchmark ``name`` keeps its built ledgers.
+
+    One per checkout of actonce and per schema version: a ledger that another
+    checkout (or an older commit of this one) built with another schema is
+    never opened here, so a cached file can neither be too new nor too old.
+    """
+    where = os.path.dirname(actonce.__file__)
+    version = migrations.head("sqlite")
+    tag = hashlib.sha256(f"{where}|{version}".encode()).hexdigest()[:12]
+    folder = os.path.join(tempfile.gettempdir(), f"actonce-bench-{name}-{tag}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
 
 _EFFECTS = (
     "INSERT INTO effects (key, kind, status, fence, owner, lease_expires_at, payload, "

@@ -23,7 +23,6 @@ one JSON object.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -32,15 +31,13 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from _ledgerfile import write_ledger
+from _ledgerfile import cache_folder, write_ledger
 
-import actonce
 from actonce import Ledger
 from actonce.console import hash_password, ref_of
 
@@ -129,17 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    # One cache per checkout of actonce (another checkout may ship another
-    # schema), brought to this checkout's schema when an older one wrote it.
-    where = hashlib.sha256(os.path.dirname(actonce.__file__).encode()).hexdigest()[:10]
-    folder = os.path.join(tempfile.gettempdir(), f"actonce-bench-console-{where}")
-    os.makedirs(folder, exist_ok=True)
+    folder = cache_folder("console")
     path = os.path.join(folder, f"ledger-{args.rows}-{args.open}.db")
     built = None
     if not os.path.exists(path):
         built = build(path, args.rows, args.open)
-    else:
-        Ledger.open(path).close()  # opened for writing: migrated if it must be
     rng = random.Random(args.seed)
     with Ledger.open(path, readonly=True) as ledger:
         open_keys = [r.key for r in ledger.list(["unknown", "needs_review"], limit=args.open)]

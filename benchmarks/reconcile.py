@@ -3,8 +3,8 @@
 Builds a SQLite ledger with ``--rows`` effect rows (default 1,000,000: mostly
 confirmed, a few hundred open), bulk-inserted with ``executemany`` in one
 transaction, then times ``store.open_effects()`` (best of ``--repeat``).
-The built file is cached in the temporary folder, keyed by the row count, so
-a re-run is quick. The last line of ``--json`` output is one JSON object.
+The built file is cached in the temporary folder, keyed by the checkout, the
+schema version and the row count, so a re-run is quick. The last line of ``--json`` output is one JSON object.
 
     python benchmarks/reconcile.py [--json] [--rows 1000000] [--open 300]
 """
@@ -15,12 +15,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from _ledgerfile import write_ledger
+from _ledgerfile import cache_folder, write_ledger
 
 from actonce import SQLiteStore
 
@@ -63,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--open", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
-    folder = os.path.join(tempfile.gettempdir(), "actonce-bench-reconcile")
-    os.makedirs(folder, exist_ok=True)
+    folder = cache_folder("reconcile")
     path = os.path.join(folder, f"ledger-{args.rows}-{args.open}.db")
     built = None
     if not os.path.exists(path):

@@ -51,12 +51,13 @@ from ._errors import (
     StoppedAfterClick,
     StoppedBeforeClick,
 )
+from ._firewall import AsyncFirewall, FirewallWarning, firewall
 from ._guard import as_effect
 from ._install import Obtained, ensure_chromium
 from ._screens import Screens
 from ._session import AsyncBrowserSession
-from ._site import SiteEffect, normalize, normalize_text
-from ._sync import Browser, BrowserSession, Effect
+from ._site import SiteEffect, declared_requests, normalize, normalize_text
+from ._sync import Browser, BrowserSession, Effect, Firewall
 from ._threads import ThreadPart, next_thread_part
 
 __all__ = [
@@ -65,12 +66,15 @@ __all__ = [
     "AsyncBrowser",
     "AsyncBrowserSession",
     "AsyncEffect",
+    "AsyncFirewall",
     "BookEffect",
     "Browser",
     "BrowserError",
     "BrowserNotFound",
     "BrowserSession",
     "Effect",
+    "Firewall",
+    "FirewallWarning",
     "HoldEffect",
     "InvoiceEffect",
     "Media",
@@ -99,8 +103,10 @@ __all__ = [
     "booking_operation",
     "booking_steps",
     "chromium_version",
+    "declared_requests",
     "ensure_chromium",
     "find_chromium",
+    "firewall",
     "follow",
     "like",
     "money_of",

@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
+from actonce import AsyncLedger, Ledger, RequestPattern, UsageError
+
 from ._discovery import DEFAULT_ARGS, find_chromium
 from ._errors import BrowserError, first_line
+from ._firewall import AsyncFirewall, firewall_of, recorder_of
 from ._screens import Screens
 from ._session import AsyncBrowserSession
 
@@ -101,13 +104,27 @@ class AsyncBrowser:
         screens: Screens | None = None,
         perform_timeout: float | None = None,
         allow_origins: Sequence[str] = (),
+        ledger: Ledger | AsyncLedger | None = None,
+        allow: Sequence[RequestPattern] = (),
+        firewall: bool | None = None,
     ) -> AsyncBrowserSession:
         """A session bound to one actor: a fresh context (own cookies, service
         workers blocked), or a new page of the persistent profile.
 
         Service workers are blocked so that the network guard sees every
         request the pages make (a worker's fetches bypass page routes).
+
+        The write firewall (``actonce.browser.firewall``) is on when a
+        ``ledger`` is given — a session that records into a ledger is an
+        agent's — unless ``firewall=False``; ``firewall=True`` puts it on
+        without a ledger (refusals kept in ``session.firewall.refused``).
+        ``allow``: what may pass outside an effect (``RequestPattern``
+        values with their origin: the login form ...); nothing by default.
         """
+        guarded = ledger is not None if firewall is None else firewall
+        if allow and not guarded:
+            raise UsageError("allow= is the firewall's allowlist: the firewall is off here")
+        recorder = recorder_of(ledger)
         persistent = self._context is not None
         if self._context is not None:
             context = self._context
@@ -117,6 +134,9 @@ class AsyncBrowser:
                 viewport={"width": 1100, "height": 800}, service_workers="block"
             )
         try:
+            if guarded and firewall_of(context) is None:
+                wall = AsyncFirewall(context, actor=username, allow=allow, recorder=recorder)
+                await wall.install()
             page = await context.new_page()
             return AsyncBrowserSession(
                 page,

@@ -43,7 +43,8 @@ from ._errors import (
     StoppedBeforeClick,
     first_line,
 )
-from ._site import SiteEffect, normalize
+from ._firewall import firewall_of
+from ._site import SiteEffect, declared_requests, normalize
 from ._wire import NetworkGuard
 
 if TYPE_CHECKING:
@@ -82,6 +83,10 @@ class AsyncEffect:
         self._performed = False
         self._clicked = False
         self._guard: NetworkGuard | None = None
+        self._doubt: str | None = None
+        self.effect_key: str | None = None
+        """The ledger's key of this effect, when ``as_effect`` made one of it
+        (a firewall's refusals during its perform name it)."""
 
     @property
     def wire(self) -> list[dict[str, Any]]:
@@ -122,8 +127,17 @@ class AsyncEffect:
         s = self.session
         started = time.monotonic()
         deadline = started + s.perform_timeout
+        wall = firewall_of(s.page.context)
         guard = self._guard = NetworkGuard(
-            s.page, s.origin, allow_origins=s.allow_origins, started=started, deadline=deadline
+            s.page,
+            s.origin,
+            allow_origins=s.allow_origins,
+            started=started,
+            deadline=deadline,
+            declared=declared_requests(self.site.requests),
+            allow=wall.allow if wall is not None else (),
+            on_refused=None if wall is None else wall.during(self.effect_key),
+            on_allowed=None if wall is None else wall.let_through,
         )
         error: BaseException | None = None
         try:
@@ -137,11 +151,25 @@ class AsyncEffect:
             error = exc
         await guard.close()
         details = guard.details()
+        doubt = self._doubt = self._doubt_of(guard)
+        if doubt is not None and (error is None or type(error) is OutcomeUnknown):
+            why = f"{self.kind}: the submit is incomplete: {doubt}"
+            cause, error = error, OutcomeUnknown(why if error is None else f"{why}; {error}")
+            error.__cause__ = cause
         if error is None:
             return details
         if isinstance(error, Exception):
             setattr(error, "details", details)  # noqa: B010  (any exception type)
         raise error
+
+    @staticmethod
+    def _doubt_of(guard: NetworkGuard) -> str | None:
+        """Why a declared submit cannot be confirmed from the page (None: it can)."""
+        doubt = guard.incomplete()
+        if guard.window.declares and guard.failure is not None:
+            failed = f"a declared request got no answer ({guard.failure})"
+            doubt = failed if doubt is None else f"{doubt}; {failed}"
+        return doubt
 
     def _overrun(self) -> Exception:
         why = f"{self.kind}: the perform exceeded perform_timeout={self.session.perform_timeout:g}s"
@@ -214,9 +242,16 @@ class AsyncEffect:
         failed = asyncio.ensure_future(guard.failed.wait())
         seen = asyncio.ensure_future(guard.seen.wait())
         answered = asyncio.ensure_future(guard.settled.wait())
+        broken = asyncio.ensure_future(guard.broken.wait())
         try:
-            await asyncio.wait({confirm, failed}, return_when=asyncio.FIRST_COMPLETED)
-            if confirm.done() and confirm.exception() is None and guard.active:
+            await asyncio.wait({confirm, failed, broken}, return_when=asyncio.FIRST_COMPLETED)
+            if broken.done() and not confirm.done():
+                # A part of the submit was refused: the page cannot confirm
+                # it any more. What was sent gets its answer recorded.
+                if guard.in_flight:
+                    await asyncio.wait({answered}, timeout=max(0.0, deadline - time.monotonic()))
+                confirm.cancel()
+            elif confirm.done() and confirm.exception() is None and guard.active:
                 # Confirmed by the page. A submit that had not even reached the
                 # guard gets a moment to show up; one in flight gets its answer.
                 if not seen.done():
@@ -225,7 +260,7 @@ class AsyncEffect:
                 if guard.in_flight:
                     await asyncio.wait({answered}, timeout=max(0.0, deadline - time.monotonic()))
         finally:
-            pending = [t for t in (confirm, failed, seen, answered) if not t.done()]
+            pending = [t for t in (confirm, failed, seen, answered, broken) if not t.done()]
             for task in pending:
                 task.cancel()
             if pending:
@@ -251,6 +286,10 @@ class AsyncEffect:
         in reconcile) the ledger counts it as ``Unavailable``. A rate-limit
         screen (``RateLimited``) stays ``Unavailable``: it passes by itself.
         """
+        if self._doubt is not None:
+            # This perform's own wire says the submit is incomplete: whatever
+            # the page shows, it is not the effect as declared.
+            return Unavailable(f"cannot confirm: the submit is incomplete: {self._doubt}")
         try:
             return await self.site.verify(self.session)
         except RateLimited as exc:

@@ -39,6 +39,8 @@ def as_effect(
     the run as ``hard_stop`` (no claim, nothing performed); a rate-limit
     screen is ``Unavailable`` (``deferred``: try again later).
     """
+    inner = bound._inner if isinstance(bound, BoundEffect) else bound
+    inner.effect_key = key.value if isinstance(key, EffectKey) else key
     return Effect(
         key=key,
         kind=bound.kind,

@@ -28,6 +28,7 @@ from actonce.evidence import evidence_root, new_session_folder
 from ._capture import capture_page, evidence_name
 from ._effect import AsyncEffect
 from ._errors import PageUnavailable, RateLimited, first_line
+from ._firewall import AsyncFirewall, firewall_of
 from ._screens import CONFIGURE, RATE_LIMIT, Screens
 from ._site import SiteEffect
 from ._threads import next_thread_part
@@ -120,6 +121,11 @@ class AsyncBrowserSession:
         self._network_guard = True
         page.set_default_timeout(timeout * 1000)
         page.set_default_navigation_timeout(timeout * 1000)
+
+    @property
+    def firewall(self) -> AsyncFirewall | None:
+        """The write firewall of this session's browser context, if it has one."""
+        return firewall_of(self.page.context)
 
     # -- navigation and checks ----------------------------------------------
 

@@ -14,24 +14,28 @@ evidence. A subclass supplies:
 - ``confirm(session)``: optional wait for the site's confirmation;
 - ``verify(session)``: read-only check returning ``Confirmed``/``Absent``/
   ``Unavailable``;
-- ``precondition(session)``: optional business check (default True).
+- ``precondition(session)``: optional business check (default True);
+- ``requests``: optional, the mutating requests the submit makes, in order
+  (``("POST /notes", "POST /notes/{id}/publish")``): each goes out at most
+  once through the network guard, anything else is refused, and a submit
+  left incomplete is an unknown outcome (see :func:`declared_requests`).
 """
 
 from __future__ import annotations
 
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from actonce import Verdict
+from actonce import RequestPattern, UsageError, Verdict
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator
 
     from ._session import AsyncBrowserSession
 
-__all__ = ["SiteEffect", "normalize", "normalize_text"]
+__all__ = ["SiteEffect", "declared_requests", "normalize", "normalize_text", "request_pattern"]
 
 
 def normalize_text(text: str) -> str:
@@ -53,11 +57,35 @@ def normalize(fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def request_pattern(spec: RequestPattern | str) -> RequestPattern:
+    """``"POST /notes/{id}/publish"`` (or a ``RequestPattern``) as a ``RequestPattern``."""
+    if isinstance(spec, RequestPattern):
+        return spec
+    if not isinstance(spec, str) or len(spec.split()) != 2:
+        raise UsageError(f"a declared request is 'METHOD /path' or a RequestPattern, not {spec!r}")
+    method, path = spec.split()
+    return RequestPattern(method, path)
+
+
+def declared_requests(specs: Sequence[RequestPattern | str]) -> tuple[RequestPattern, ...]:
+    """The declared requests of an effect, in order; ``()`` means the default
+    (one mutating request of any method to any path of the session's origin)."""
+    if isinstance(specs, str):
+        raise UsageError("requests is a sequence of 'METHOD /path' values, not one string")
+    return tuple(request_pattern(spec) for spec in specs)
+
+
 class SiteEffect(ABC):
     """One kind of side effect on one site. Subclass it; see the module doc."""
 
     kind: str = "effect"
     """Names the effect kind in payloads, evidence labels and errors."""
+
+    requests: Sequence[RequestPattern | str] = ()
+    """The mutating requests its submit makes, in order, each at most once:
+    ``"POST /notes"``, ``"POST /notes/{id}/publish"`` (a placeholder is one
+    path segment), or ``RequestPattern`` values. Empty (the default): one
+    mutating request of any method to any path of the session's origin."""
 
     @abstractmethod
     def payload(self) -> dict[str, Any]:

@@ -14,11 +14,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from actonce import Verdict
+from actonce import AsyncLedger, Ledger, RefusalReason, RequestPattern, Verdict, WriteRefusal
 
 from ._browser import AsyncBrowser
 from ._discovery import DEFAULT_ARGS
 from ._effect import AsyncEffect
+from ._firewall import AsyncFirewall
 from ._screens import Screens
 from ._session import AsyncBrowserSession
 from ._site import SiteEffect
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from ._effects import Media
 
-__all__ = ["Browser", "BrowserSession", "Effect"]
+__all__ = ["Browser", "BrowserSession", "Effect", "Firewall"]
 
 T = TypeVar("T")
 
@@ -97,6 +98,51 @@ class Effect:
         return self._loop.run(self._inner.evidence(label))
 
 
+class Firewall:
+    """Sync twin of ``AsyncFirewall`` (``session.firewall`` of a sync session)."""
+
+    def __init__(self, loop: _LoopThread, inner: AsyncFirewall) -> None:
+        self._loop = loop
+        self._inner = inner
+
+    @property
+    def actor(self) -> str:
+        """The name refusals are recorded under."""
+        return self._inner.actor
+
+    @property
+    def allow(self) -> tuple[RequestPattern, ...]:
+        """The allowlist."""
+        return self._inner.allow
+
+    @property
+    def refused(self) -> list[WriteRefusal]:
+        """Every refusal so far, oldest first (call ``settled`` first to see them recorded)."""
+        return list(self._inner.refused)
+
+    @property
+    def problems(self) -> list[str]:
+        """What it cannot guard (service workers)."""
+        return list(self._inner.problems)
+
+    @property
+    def errors(self) -> list[str]:
+        """Refusals the ledger could not record."""
+        return list(self._inner.errors)
+
+    def counts(self) -> dict[RefusalReason, int]:
+        """Refusals so far, per reason."""
+        return self._inner.counts()
+
+    def settled(self, timeout: float = 10.0) -> None:
+        """Wait until every refusal so far is recorded (bounded)."""
+        self._loop.run(self._inner.settled(timeout))
+
+    def close(self) -> None:
+        """Stop refusing."""
+        self._loop.run(self._inner.aclose())
+
+
 class BrowserSession:
     """Sync twin of ``AsyncBrowserSession`` (one context bound to one actor).
 
@@ -144,6 +190,12 @@ class BrowserSession:
     def evidence_dir(self) -> Path:
         """Where evidence goes."""
         return self._inner.evidence_dir
+
+    @property
+    def firewall(self) -> Firewall | None:
+        """See ``AsyncBrowserSession.firewall``: the context's write firewall, if on."""
+        inner = self._inner.firewall
+        return None if inner is None else Firewall(self._loop, inner)
 
     @property
     def async_session(self) -> AsyncBrowserSession:
@@ -303,8 +355,15 @@ class Browser:
         screens: Screens | None = None,
         perform_timeout: float | None = None,
         allow_origins: Sequence[str] = (),
+        ledger: Ledger | AsyncLedger | None = None,
+        allow: Sequence[RequestPattern] = (),
+        firewall: bool | None = None,
     ) -> BrowserSession:
-        """A fresh context (own cookies, service workers blocked) bound to one actor."""
+        """A fresh context (own cookies, service workers blocked) bound to one actor.
+
+        See ``AsyncBrowser.new_session``: the write firewall is on when a
+        ``ledger`` is given (unless ``firewall=False``).
+        """
         inner = self._loop.run(
             self._inner.new_session(
                 origin,
@@ -316,6 +375,9 @@ class Browser:
                 screens=screens,
                 perform_timeout=perform_timeout,
                 allow_origins=allow_origins,
+                ledger=ledger,
+                allow=allow,
+                firewall=firewall,
             )
         )
         return BrowserSession(self._loop, inner)

@@ -38,11 +38,24 @@ import asyncio
 import contextlib
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
+
+from actonce import (
+    RefusalReason,
+    RequestPattern,
+    SubmitWindow,
+    WireAction,
+    judge_request,
+)
+
+from ._firewall import _frame_url
+
+ANY_REQUEST = RequestPattern.ANY
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Request, Route
@@ -52,7 +65,9 @@ __all__ = [
     "INCOMPLETE",
     "NO_RESPONSE",
     "REFUSED_OTHER_ORIGIN",
+    "REFUSED_OUT_OF_ORDER",
     "REFUSED_SECOND",
+    "REFUSED_UNDECLARED",
     "RESET",
     "SAFE_METHODS",
     "TIMED_OUT",
@@ -71,6 +86,8 @@ RESET = "connection reset"
 TIMED_OUT = "timed out"
 REFUSED_SECOND = "refused: second mutating request"
 REFUSED_OTHER_ORIGIN = "refused: other origin"
+REFUSED_UNDECLARED = "refused: undeclared request"
+REFUSED_OUT_OF_ORDER = "refused: out of order"
 ALLOWED_OTHER_ORIGIN = "allowed: other origin"
 
 _ABORT_CODES = {
@@ -80,6 +97,8 @@ _ABORT_CODES = {
     TIMED_OUT: "timedout",
     REFUSED_SECOND: "blockedbyclient",
     REFUSED_OTHER_ORIGIN: "blockedbyclient",
+    REFUSED_UNDECLARED: "blockedbyclient",
+    REFUSED_OUT_OF_ORDER: "blockedbyclient",
 }
 
 
@@ -150,14 +169,24 @@ class WireRecord:
 class NetworkGuard:
     """Owns the mutating requests of one browser context for one perform window.
 
+    Every mutating request is judged by :func:`actonce.judge_request` with
+    this window (the effect's declared requests, how many were sent, the
+    allowed other origins) and the allowlist.
+
     Args:
         page: the session's page (its routes take precedence over the
             context's, so the guard routes on both).
-        origin: the session's origin; its first mutating request is sent.
+        origin: the session's origin; the effect's declared requests go there.
         allow_origins: other origins whose mutating requests may pass.
         started: ``time.monotonic()`` at the start of the perform.
         deadline: ``time.monotonic()`` value by which the perform must end;
-            bounds the first request's own timeout.
+            bounds each request's own timeout.
+        declared: the requests the submit makes, in order, each at most once
+            (default: one request of any method to any path of the origin).
+        allow: the allowlist (``RequestPattern`` values with their origin).
+        on_refused: told of each refusal (``WireRecord``, reason, page URL).
+        on_allowed: told of each request passed on untouched (a firewall
+            below the guard lets it through).
     """
 
     def __init__(
@@ -168,31 +197,43 @@ class NetworkGuard:
         allow_origins: frozenset[str] = frozenset(),
         started: float,
         deadline: float,
+        declared: Sequence[RequestPattern] = (ANY_REQUEST,),
+        allow: Sequence[RequestPattern] = (),
+        on_refused: Callable[[WireRecord, RefusalReason, str], None] | None = None,
+        on_allowed: Callable[[Request], None] | None = None,
     ) -> None:
         self._page = page
         self._context: BrowserContext | None = None
         self._origin = origin
-        self._allowed = allow_origins
+        self._window = SubmitWindow(
+            origin, tuple(declared) or (ANY_REQUEST,), allow_origins=frozenset(allow_origins)
+        )
+        self._allow = tuple(allow)
+        self._on_refused = on_refused
+        self._on_allowed = on_allowed
         self._started = started
         self._deadline = deadline
         self._records: list[WireRecord] = []
-        self._first: WireRecord | None = None
-        self._inflight: asyncio.Future[Any] | None = None
+        self._sent: list[WireRecord] = []
+        self._breaking: list[tuple[WireRecord, RefusalReason]] = []
+        self._inflight: dict[int, asyncio.Future[Any]] = {}
         self._busy: set[asyncio.Future[None]] = set()
         # Requests passed on by the page's route reach the context's route too.
         self._passed: set[Request] = set()
         self._open = False
         self._closed = False
         self.sent = 0
-        """Mutating requests to the origin that were sent (at most one)."""
+        """Mutating requests the guard sent (at most one per declared request)."""
         self.refused = 0
         """Mutating requests refused (never sent)."""
         self.failed = asyncio.Event()
-        """Set when the first mutating request ended without an answer."""
+        """Set when a request the guard sent ended without an answer."""
         self.seen = asyncio.Event()
-        """Set when the first mutating request to the origin is taken (sent)."""
+        """Set when every declared request was taken (sent)."""
         self.settled = asyncio.Event()
-        """Set when the first mutating request has its outcome (answer or not)."""
+        """Set when every declared request has its outcome, or one got no answer."""
+        self.broken = asyncio.Event()
+        """Set when a refusal may have left the submit incomplete (undeclared, out of order)."""
         self._handler = self._handle  # one bound method, for route and unroute
 
     @property
@@ -201,22 +242,39 @@ class NetworkGuard:
         return list(self._records)
 
     @property
+    def window(self) -> SubmitWindow:
+        """The perform window as the rule sees it now."""
+        return self._window
+
+    @property
     def active(self) -> bool:
         """The guard owns the network (opened, not yet closed)."""
         return self._open and not self._closed
 
     @property
     def in_flight(self) -> bool:
-        """A first mutating request was sent and has no outcome yet."""
-        return self._first is not None and not self.settled.is_set()
+        """A request was sent and has no outcome yet."""
+        return any(r.outcome is None for r in self._sent)
 
     @property
     def failure(self) -> str | None:
-        """Why the first mutating request got no answer (None: it did, or none was sent)."""
-        first = self._first
-        if first is None or isinstance(first.outcome, int) or first.outcome is None:
-            return None
-        return first.outcome
+        """Why a sent request got no answer (None: each did, or none was sent)."""
+        for record in self._sent:
+            if record.outcome is not None and not isinstance(record.outcome, int):
+                return record.outcome
+        return None
+
+    def incomplete(self) -> str | None:
+        """Why the submit may be incomplete, naming each refusal; None if it is not.
+
+        A request refused as undeclared or out of order (it may be a part of
+        the submit), or declared requests never sent after one was.
+        """
+        parts = [f"refused {r.method} {r.url} ({reason.text})" for r, reason in self._breaking]
+        missing = self._window.missing
+        if missing and self._window.declares and (self._sent or parts):
+            parts.append("never sent: " + ", ".join(p.describe() for p in missing))
+        return "; ".join(parts) or None
 
     def details(self) -> dict[str, Any]:
         """``{"wire": [...], "sent": n, "refused": m}``: JSON-able, secret-free."""
@@ -234,19 +292,20 @@ class NetworkGuard:
         await self._context.route("**/*", self._handler)
 
     async def close(self, grace: float = 1.0) -> None:
-        """End the window: settle the request in flight, remove the routes.
+        """End the window: settle the requests in flight, remove the routes.
 
-        A first request still unanswered is recorded as timed out, its
+        A sent request still unanswered is recorded as timed out, its
         wait is cancelled and the page sees ``timedout``. Bounded by ``grace``
         seconds for the handlers and again for each unroute.
         """
         if self._closed:
             return
         self._closed = True
-        first, inflight = self._first, self._inflight
-        if first is not None and first.outcome is None and inflight is not None:
-            self._settle(first, TIMED_OUT)
-            inflight.cancel()
+        for record in self._sent:
+            inflight = self._inflight.get(id(record))
+            if record.outcome is None and inflight is not None:
+                self._settle(record, TIMED_OUT)
+                inflight.cancel()
         if self._busy:
             await asyncio.wait(list(self._busy), timeout=grace)
         if not self._open:
@@ -264,10 +323,12 @@ class NetworkGuard:
         if record.outcome is None:
             record.outcome = outcome
             record.took = self._now() - record.at
-            if record is self._first:
+            if record in self._sent:
                 if not isinstance(outcome, int):
                     self.failed.set()
-                self.settled.set()
+                    self.settled.set()
+                elif self.seen.is_set() and not self.in_flight:
+                    self.settled.set()
 
     async def _handle(self, route: Route) -> None:
         request = route.request
@@ -292,26 +353,45 @@ class NetworkGuard:
         request = route.request
         record = WireRecord(method, scrub_url(request.url), self._now())
         self._records.append(record)
-        if origin_of(request.url) != self._origin:
-            if origin_of(request.url) in self._allowed:
-                record.outcome, record.took = ALLOWED_OTHER_ORIGIN, 0.0
-                self._passed.add(request)
-                await route.fallback()
-                return
-            await self._refuse(route, record, REFUSED_OTHER_ORIGIN)
+        decision = judge_request(
+            method,
+            request.url,
+            window=self._window,
+            allow=self._allow,
+            beacon=request.resource_type == "ping",
+        )
+        if decision.action is WireAction.PASS:  # not reached: safe methods fall back above
+            await route.fallback()
             return
-        if self._first is not None:
-            await self._refuse(route, record, REFUSED_SECOND)
+        if decision.action is WireAction.ALLOW:
+            record.outcome, record.took = decision.outcome, 0.0
+            self._passed.add(request)
+            if self._on_allowed is not None:
+                self._on_allowed(request)
+            await route.fallback()
             return
-        # The first: decided before any await, so two handlers cannot both win.
-        self._first = record
+        if decision.action is WireAction.REFUSE:
+            reason = decision.reason or RefusalReason.UNDECLARED
+            beacon = request.resource_type == "ping"  # never a part of a submit
+            if reason.breaks_submit and not beacon:
+                self._breaking.append((record, reason))
+                self.broken.set()
+            await self._refuse(route, record, decision.outcome or f"refused: {reason.text}")
+            if self._on_refused is not None:
+                self._on_refused(record, reason, _frame_url(request))
+            return
+        # SEND: the window moves on before any await, so two handlers cannot
+        # both be the next declared request.
+        self._window = self._window.advanced(method, request.url)
+        self._sent.append(record)
         self.sent += 1
-        self.seen.set()
+        if not self._window.missing:
+            self.seen.set()
         timeout_ms = max(1.0, (self._deadline - time.monotonic()) * 1000)  # 0 would mean none
         fetch = asyncio.ensure_future(
             route.fetch(max_redirects=0, max_retries=0, timeout=timeout_ms)
         )
-        self._inflight = fetch
+        self._inflight[id(record)] = fetch
         try:
             response = await fetch
         except asyncio.CancelledError:

@@ -71,7 +71,14 @@ def test_post_reply_search_and_duplicates(base: str, alice: httpx.Client) -> Non
     found = alice.get("/search", params={"author": "alice", "q": "Hello"}).text
     assert found.count('data-testid="post"') == 2
     gt = truth(base)
-    assert gt["totals"] == {"posts": 3, "invoices": 0, "bookings": 0, "likes": 0, "follows": 0}
+    assert gt["totals"] == {
+        "posts": 3,
+        "invoices": 0,
+        "bookings": 0,
+        "likes": 0,
+        "follows": 0,
+        "notes": 0,
+    }
     dups = gt["duplicates"]
     assert isinstance(dups, list) and len(dups) == 1
     assert dups[0]["kind"] == "posts" and dups[0]["count"] == 2

@@ -54,6 +54,7 @@ from ._errors import (
 from ._firewall import AsyncFirewall, FirewallWarning, firewall
 from ._guard import as_effect
 from ._install import Obtained, ensure_chromium
+from ._notes import NoteEffect
 from ._screens import Screens
 from ._session import AsyncBrowserSession
 from ._site import SiteEffect, declared_requests, normalize, normalize_text
@@ -79,6 +80,7 @@ __all__ = [
     "InvoiceEffect",
     "Media",
     "NotPerformed",
+    "NoteEffect",
     "NotifyEffect",
     "Obtained",
     "OutcomeUnknown",

@@ -1,4 +1,4 @@
-"""The sandbox web app: posts, likes, follows, invoices, a shop, faults.
+"""The sandbox web app: posts, likes, follows, invoices, a shop, notes, faults.
 
 Server-rendered HTML (Jinja2) over Starlette, its own SQLite database as the
 ground truth, and a fault plan consulted on every request. Forms are plain
@@ -29,6 +29,7 @@ from ._conns import ConnectionDropped, Connections
 from ._db import SandboxDB
 from ._faults import FaultPlan, FaultRule
 from ._invoices import InvoicePages
+from ._notes import NotesPages
 from ._pipeline import SESSION_COOKIE
 from ._shop import ShopPages
 from ._social import SocialPages, parse_post_ref
@@ -36,7 +37,7 @@ from ._social import SocialPages, parse_post_ref
 __all__ = ["SESSION_COOKIE", "Sandbox", "create_app", "parse_post_ref"]
 
 
-class Sandbox(SocialPages, InvoicePages, ShopPages):
+class Sandbox(SocialPages, InvoicePages, ShopPages, NotesPages):
     """The app's state: database, fault plan and the shutdown signal.
 
     Args:
@@ -88,6 +89,11 @@ class Sandbox(SocialPages, InvoicePages, ShopPages):
             Route("/shop/{slug}", self.book_form, methods=["GET"]),
             Route("/shop/{slug}/book", self.book, methods=["POST"]),
             Route("/bookings", self.bookings_page),
+            Route("/notes", self.notes_page, methods=["GET"]),
+            Route("/notes", self.create_note, methods=["POST"]),
+            Route("/notes/{note_id:int}", self.note_page),
+            Route("/notes/{note_id:int}/publish", self.publish_note, methods=["POST"]),
+            Route("/analytics", self.analytics, methods=["POST"]),
             Route("/api/invoices", self.api_create_invoice, methods=["POST"]),
             Route("/api/invoices", self.api_list_invoices, methods=["GET"]),
             Route("/admin/ground-truth", self.admin_ground_truth),

@@ -62,6 +62,11 @@ CREATE TABLE IF NOT EXISTS items (slug TEXT PRIMARY KEY, name TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS bookings (
     id INTEGER PRIMARY KEY AUTOINCREMENT, user TEXT NOT NULL, item TEXT NOT NULL,
     price INTEGER NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, author TEXT NOT NULL, text TEXT NOT NULL,
+    published INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS beacons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, user TEXT, event TEXT NOT NULL, at REAL NOT NULL);
 """
 
 _DATA_TABLES = (
@@ -73,6 +78,8 @@ _DATA_TABLES = (
     "invoices",
     "idempotency",
     "bookings",
+    "notes",
+    "beacons",
     "items",
     "users",
 )
@@ -361,6 +368,45 @@ class SandboxDB(SQLiteTables):
             dict(r) for r in self._all("SELECT * FROM bookings WHERE user = ? ORDER BY id", user)
         ]
 
+    # -- notes ------------------------------------------------------------
+
+    def create_note(self, author: str, text: str) -> int:
+        """A draft note."""
+        with self._tx() as c:
+            cur = c.execute(
+                "INSERT INTO notes (author, text, created_at) VALUES (?, ?, ?)",
+                (author, text, time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def publish_note(self, author: str, note_id: int) -> bool:
+        """Publish one of the author's notes (again: no change); False if none."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE notes SET published = 1 WHERE id = ? AND author = ?", (note_id, author)
+            )
+            return cur.rowcount == 1
+
+    def notes(self, author: str | None = None) -> list[dict[str, Any]]:
+        """Notes (drafts and published), oldest first."""
+        if author is None:
+            return [dict(r) for r in self._all("SELECT * FROM notes ORDER BY id")]
+        return [
+            dict(r) for r in self._all("SELECT * FROM notes WHERE author = ? ORDER BY id", author)
+        ]
+
+    def add_beacon(self, user: str | None, event: str) -> None:
+        """One analytics beacon."""
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO beacons (user, event, at) VALUES (?, ?, ?)", (user, event, time.time())
+            )
+
+    def beacon_count(self) -> int:
+        """How many analytics beacons arrived."""
+        row = self._one("SELECT COUNT(*) FROM beacons")
+        return 0 if row is None else int(row[0])
+
     # -- ground truth -----------------------------------------------------
 
     def ground_truth(self) -> dict[str, Any]:
@@ -403,6 +449,11 @@ class SandboxDB(SQLiteTables):
             ),
             ("user", "target"),
         )
+        group(
+            "notes",
+            self._all("SELECT id, author, text, published FROM notes ORDER BY id"),
+            ("author", "text", "published"),
+        )
         duplicates = [
             {"kind": kind, **entry}
             for kind, entries in groups.items()
@@ -410,4 +461,9 @@ class SandboxDB(SQLiteTables):
             if entry["count"] > 1
         ]
         totals = {kind: sum(e["count"] for e in entries) for kind, entries in groups.items()}
-        return {**groups, "totals": totals, "duplicates": duplicates}
+        return {
+            **groups,
+            "totals": totals,
+            "duplicates": duplicates,
+            "beacons": self.beacon_count(),
+        }

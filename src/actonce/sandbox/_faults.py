@@ -68,6 +68,11 @@ ACTIONS: tuple[str, ...] = (
     "booking.void",
     "booking.book",
     "booking.message",
+    "view.notes",
+    "view.note",
+    "note.create",
+    "note.publish",
+    "analytics",
 )
 """Every action name the app reports to the fault plan."""
 

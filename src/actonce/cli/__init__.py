@@ -49,6 +49,7 @@ from ._commands import (
     cmd_summary,
 )
 from ._doctor import cmd_doctor, cmd_evidence_prune
+from ._firewall import cmd_firewall
 from ._operations import cmd_decide, cmd_operation, cmd_operations
 
 __all__ = ["build_parser", "main"]
@@ -210,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("pools", nargs="*", type=_text, help="only these pools (default: all)")
     p.set_defaults(func=cmd_budgets)
+
+    p = sub.add_parser(
+        "firewall", parents=[common], help="the write firewall's refusals per actor (read-only)"
+    )
+    p.add_argument("--actor", type=_text, help="only this actor")
+    p.add_argument("--limit", type=_count, default=20, help="how many latest refusals to list")
+    p.set_defaults(func=cmd_firewall)
 
     p = sub.add_parser("summary", parents=[common], help="an operator run's summary (read-only)")
     p.add_argument("run_id", nargs="?", type=_text, help="the run (default: the latest)")

@@ -25,6 +25,7 @@ from actonce import (
 )
 
 from ._approvals import approvals_section, gated_json
+from ._firewall import firewall_line
 from ._format import clean, event_json, print_json, record_json, table, utc, when
 
 __all__ = [
@@ -63,6 +64,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         duplicates = ledger.duplicates()
         review = ledger.list(Status.NEEDS_REVIEW, limit=10)
         operations = ledger.operations.in_review(limit=1000)
+        refusals = ledger.firewall.totals()
+        wall = firewall_line(ledger)
         url = ledger.url
     total = sum(counts.values())
     open_ = sum(n for s, n in counts.items() if s.is_open)
@@ -75,6 +78,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "duplicates_detected": duplicates,
                 "counts": {s.value: counts.get(s, 0) for s in Status},
                 "operations_in_review": len(operations),
+                "firewall_refusals": refusals,
             }
         )
         return EXIT_OK
@@ -85,6 +89,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     print(table([[s.value, str(counts.get(s, 0))] for s in Status], ["status", "count"]))
     print(f"operations in review: {len(operations)}")
+    print(wall)
     for v in operations[:10]:
         at = f"undo of {v.step}" if v.undo else v.step
         print(f"  {v.op_id}  at {at}, since {when(v.since)}: {clean(v.reason) or ''}")

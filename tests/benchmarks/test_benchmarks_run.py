@@ -24,6 +24,7 @@ CASES = [
     pytest.param("console.py", ["--rows", "400", "--open", "20", "--samples", "3"], None, id="console"),
     pytest.param("wire.py", ["--performs", "2", "--clicks", "2"], "guarded", id="wire", marks=pytest.mark.browser),
     pytest.param("browser.py", ["--rounds", "1", "--effects", "2"], None, id="browser", marks=pytest.mark.browser),
+    pytest.param("firewall.py", ["--rounds", "1", "--navigations", "4", "--effects", "2"], "ratio", id="firewall", marks=pytest.mark.browser),
 ]  # fmt: skip
 
 

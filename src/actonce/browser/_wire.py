@@ -11,19 +11,25 @@ confirmation, or the perform's bound) the adapter owns the network for
 **mutating** requests (any method but GET, HEAD and OPTIONS), from every
 page of the session's browser context:
 
-- the **first** mutating request to the session's origin is sent exactly
+Each one is judged by the one rule, :func:`actonce.judge_request`, with
+the effect's window (the requests it declared, ``SiteEffect.requests``;
+by default one request of any method to the origin) and the allowlist:
+
+- the **next declared** request (the first, by default) is sent exactly
   once by Playwright's own HTTP client (``route.fetch`` with no redirect
   following and no retry; the page's headers, the context's cookies) and its
   answer handed to the page unchanged (``route.fulfill``), so a 303 is
   followed by the browser with a GET and ``Set-Cookie`` lands in the context.
   If it gets no answer (connection closed, reset, timed out) the page sees
   that network error (``route.abort``) — nothing is resent;
-- **every further** mutating request to the session's origin is refused
-  (``route.abort``), never sent — a redirect that asks to repeat the POST
-  (307/308) included;
+- a **repeat** of a request sent, a request **undeclared** or **out of
+  order**, is refused (``route.abort``), never sent — a redirect that asks
+  to repeat the POST (307/308) included; an undeclared or out-of-order one
+  may leave the submit incomplete (``incomplete()``);
 - a mutating request to **another origin** (analytics beacons, a payment
   provider) is refused unless that origin is in the session's
-  ``allow_origins``; allowed ones go to the network untouched;
+  ``allow_origins``; allowed ones, and allowlisted ones, go to the network
+  untouched (a write firewall below is told to let them through);
 - GET, HEAD and OPTIONS pass through untouched (``route.fallback``).
 
 Each mutating request is recorded (``WireRecord``): method, URL without

@@ -267,8 +267,10 @@ class GuardedBrowser:
         key: from the business arguments only, so that the model calling
         again (a retry, a second step) meets the same effect.
         ``requests``: the mutating requests the submit makes (method and
-        path): a refused click that made one of them is answered with this
-        action's name.
+        path), in order: a refused click that made one of them is answered
+        with this action's name, and an effect that declares none of its own
+        (``SiteEffect.requests``) declares these — each sent once, anything
+        else refused, an incomplete submit never confirmed.
         """
 
         def deco(make: MakeEffect) -> MakeEffect:
@@ -282,7 +284,7 @@ class GuardedBrowser:
 
             async def guarded_action(*values: Any) -> Any:
                 arguments = dict(zip(names, values, strict=True))
-                answer = await self._run(make, key, arguments, policy)
+                answer = await self._run(make, key, arguments, policy, declared)
                 memory = f"{action_name}: {answer['outcome']} ({answer['advice']})"
                 return ActionResult(extracted_content=json.dumps(answer), long_term_memory=memory)
 
@@ -304,6 +306,7 @@ class GuardedBrowser:
         key: Callable[..., EffectKey | str],
         arguments: dict[str, Any],
         policy: Policy | None,
+        declared: tuple[RequestPattern, ...] = (),
     ) -> dict[str, Any]:
         session = self.session
         try:
@@ -311,6 +314,8 @@ class GuardedBrowser:
             if not isinstance(made, AsyncEffect | SiteEffect):
                 raise UsageError(f"a guarded action makes a SiteEffect, not {made!r}")
             bound = made if isinstance(made, AsyncEffect) else session.effect(made)
+            if declared and not bound.site.requests:
+                bound.site.requests = declared  # the action's declaration, for this effect
             effect = as_effect(bound, key(**arguments), policy=policy)
             perform = bound.perform
             allowed = tuple(RequestPattern("*", "*", origin=o) for o in session.allow_origins)

@@ -25,6 +25,7 @@ from actonce import (
     Outcome,
     Policy,
     Registry,
+    RequestPattern,
     RunResult,
     Status,
     Verdict,
@@ -79,9 +80,12 @@ class Agent:
     def session(self, actor: str) -> BrowserSession:
         """The signed-in session of ``actor`` (logs in on first use)."""
         if actor not in self._sessions:
+            # The write firewall is on: the agent changes nothing outside its
+            # effects; signing in is the one request allowed besides them.
             session = self.browser.new_session(
                 self.origin, actor, evidence_dir=self.evidence_dir / actor, timeout=8.0,
-                confirm_timeout=self.confirm_timeout)  # fmt: skip
+                confirm_timeout=self.confirm_timeout, firewall=True,
+                allow=[RequestPattern("POST", "/login", origin=self.origin)])  # fmt: skip
             self._sessions[actor] = session
             session.login(SEED_USERS[actor])
         return self._sessions[actor]

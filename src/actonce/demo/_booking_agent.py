@@ -40,6 +40,7 @@ from actonce import (
     OperationResult,
     Outcome,
     Packet,
+    RequestPattern,
     Step,
     UsageError,
 )
@@ -154,9 +155,11 @@ class BookingAgent:
         session = self._sessions.get(user)
         if session is None:
             where = None if self.evidence_dir is None else self.evidence_dir / user
-            session = self.browser.new_session(
-                self.origin, user, evidence_dir=where, **self.session_options
-            )
+            # The write firewall is on, its refusals in the ledger: signing in
+            # is the one request allowed outside the booking's effects.
+            login = RequestPattern("POST", "/login", origin=self.origin)
+            options = {"ledger": self.ledger, "allow": [login], **self.session_options}
+            session = self.browser.new_session(self.origin, user, evidence_dir=where, **options)
             self._sessions[user] = session
             self._signed_out.add(user)
         if user in self._signed_out:

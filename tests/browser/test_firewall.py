@@ -236,3 +236,30 @@ def test_declared_request_unanswered_is_unknown(
         result.reason or ""
     )
     assert len(log(base, "note.publish")) == 1  # sent once, never resent
+
+
+class NaiveNote(NoteEffect):
+    """Declares nothing (the default: one request) and confirms on a mere draft."""
+
+    requests = ()
+
+    async def verify(self, session: AsyncBrowserSession) -> Any:
+        from actonce import Absent, Confirmed
+
+        await session.goto("/notes")
+        rows = session.page.get_by_test_id("note-row")
+        return Confirmed(session.url("/notes")) if await rows.count() else Absent()
+
+
+def test_an_incomplete_submit_is_never_confirmed_even_by_a_naive_verifier(
+    browser: Browser, base: str, ledger: Ledger
+) -> None:
+    """The issue's case: the publish POST refused, the draft seen, the ledger said confirmed."""
+    session = agent_session(browser, base, ledger)
+    key = _note_key("naive")
+    result = ledger.run(as_effect(session.effect(NaiveNote("alice", "Naive")), key))
+    assert result.outcome is Outcome.NEEDS_REVIEW
+    record = ledger.get(key.value)
+    assert record is not None and record.status is Status.UNKNOWN
+    assert f"refused POST {base}/notes/1/publish (undeclared request)" in (record.reason or "")
+    assert log(base, "note.publish") == [] and len(log(base, "note.create")) == 1

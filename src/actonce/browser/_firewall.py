@@ -306,6 +306,13 @@ async def firewall(
     Warns ``FirewallWarning`` when the context runs service workers or does
     not block them. Remove it with ``await fw.aclose()``.
     """
+    from playwright.async_api import BrowserContext as AsyncContext
+
+    if not isinstance(context, AsyncContext):
+        raise UsageError(
+            "firewall() guards a Playwright async-API BrowserContext; for a sync program "
+            "use actonce.browser.Browser().new_session(..., ledger=...), whose firewall is on"
+        )
     wall = AsyncFirewall(context, actor=actor, allow=allow, recorder=recorder_of(ledger))
     await wall.install()
     return wall

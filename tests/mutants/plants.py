@@ -222,4 +222,40 @@ PLANTS: tuple[Plant, ...] = (
         expect="the owner kept its lease",
         cheap=True,
     ),
+    # --- issue 23, item 1: behaviours an independent planting run found unpinned ---
+    Plant(
+        name="observe-non-owner-uses-own-perform",
+        bug="a non-owner counts the owner's settle window from its own perform",
+        path="src/actonce/_rules/*.py",
+        old="    if my_fence is not None and record.fence == my_fence and since_perform is not None:",
+        new="    if my_fence is not None and since_perform is not None:",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_non_owner_never_counts_the_owners_window_from_its_own_perform",
+        ),
+        expect="a non-owner counted the window from its perform",
+        cheap=True,
+    ),
+    Plant(
+        name="scrub-text-jwt-not-suspect",
+        bug="scrub_text's quick pre-check no longer looks for a JWT, so one alone is kept",
+        path="src/actonce/_rules/*.py",
+        old='|bearer|basic|token|eyJ", re.IGNORECASE)',
+        new='|bearer|basic|token", re.IGNORECASE)',
+        tests=("tests/unit/test_issue23_pins.py::test_scrub_text_removes_a_jwt_standing_alone",),
+        expect="a JWT alone in a text was kept",
+        cheap=True,
+    ),
+    Plant(
+        name="safe-next-protocol-relative",
+        bug='safe_next lets "//evil.example/x" (protocol-relative, off-site) through',
+        path="src/actonce/console/*.py",
+        old='    if not target or not target.startswith("/") or target.startswith("//") or "\\\\" in target:',
+        new='    if not target or not target.startswith("/") or "\\\\" in target:',
+        tests=(
+            "tests/unit/test_issue23_pins.py::test_safe_next_refuses_a_protocol_relative_target",
+        ),
+        expect="safe_next let an off-site target through",
+        cheap=True,
+    ),
 )

@@ -258,4 +258,18 @@ PLANTS: tuple[Plant, ...] = (
         expect="safe_next let an off-site target through",
         cheap=True,
     ),
+    Plant(
+        name="resolve-same-status-before-fence",
+        bug='resolve(..., "happened", attempt=1) answers with a record confirmed at a newer '
+        "fence instead of refusing (the same-decision shortcut runs before the fence check)",
+        path="src/actonce/_run/*.py",
+        old="    if seen is not None and record.fence != seen:\n",
+        new="    if seen is not None and record.fence != seen and record.status is not to:\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_happened_about_attempt_1_is_refused_on_a_record_confirmed_at_a_newer_fence",
+        ),
+        expect="a decision about attempt 1 was answered on attempt 2's record",
+        cheap=True,
+    ),
 )

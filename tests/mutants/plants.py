@@ -272,4 +272,17 @@ PLANTS: tuple[Plant, ...] = (
         expect="a decision about attempt 1 was answered on attempt 2's record",
         cheap=True,
     ),
+    Plant(
+        name="console-session-idle-only",
+        bug="a console session used every hour never ends (only the idle limit is checked)",
+        path="src/actonce/console/*.py",
+        old="            if now - session.seen >= IDLE_SECONDS or now - session.started >= MAX_SECONDS:",
+        new="            if now - session.seen >= IDLE_SECONDS:",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_console_session_used_every_hour_still_ends_at_its_maximum_lifetime",
+        ),
+        expect="a session used every hour outlived MAX_SECONDS",
+        cheap=True,
+    ),
 )

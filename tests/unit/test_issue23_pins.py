@@ -22,6 +22,7 @@ from actonce._rules.decision import Observation, observe
 from actonce._rules.model import Absent, EffectRecord, Policy, Status
 from actonce._rules.secrets import REDACTED, scrub_text
 from actonce.console._guard import safe_next
+from actonce.console._sessions import MAX_SECONDS, Sessions
 from actonce.testing import FrozenClock
 
 NOW = 1000.0
@@ -94,3 +95,14 @@ def test_happened_about_attempt_1_is_refused_on_a_record_confirmed_at_a_newer_fe
         assert "attempt 2 now, not the attempt 1" in str(exc)
     else:
         raise AssertionError("a decision about attempt 1 was answered on attempt 2's record")
+
+
+def test_a_console_session_used_every_hour_still_ends_at_its_maximum_lifetime() -> None:
+    now = [0.0]
+    sessions = Sessions(clock=lambda: now[0])
+    session = sessions.start("ana")
+    while now[0] + 3600.0 < MAX_SECONDS:
+        now[0] += 3600.0
+        assert sessions.get(session.id) is session  # never idle for long
+    now[0] = MAX_SECONDS
+    assert sessions.get(session.id) is None, "a session used every hour outlived MAX_SECONDS"

@@ -739,6 +739,29 @@ def _cli(category: str, name: str, *args: str, **env: str) -> CliCase:
 _SURROGATE_ARG = os.fsdecode(b"\xff\xfe")
 
 CLI_CASES = [
+    # issue 23: accepted silently before
+    _cli(
+        "cli-args",
+        "prune_age_huge",
+        "evidence",
+        "prune",
+        "--older-than",
+        "9" * 17 + "d",
+        "--ledger",
+        "{ledger}",
+    ),
+    _cli(
+        "cli-args",
+        "prune_root_missing",
+        "evidence",
+        "prune",
+        "--older-than",
+        "1d",
+        "--root",
+        "/nonexistent-actonce-root",
+        "--ledger",
+        "{ledger}",
+    ),
     _cli("cli-args", "no_command"),
     _cli("cli-args", "unknown_command", "bogus"),
     _cli("cli-args", "unknown_option", "status", "--bogus", "--ledger", "{ledger}"),

@@ -36,9 +36,9 @@ class CountingStore:
         if not callable(attr) or name in ("salt", "close"):
             return attr
 
-        def counted(*args: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-            return attr(*args)
+            return attr(*args, **kwargs)
 
         return counted
 

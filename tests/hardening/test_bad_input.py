@@ -38,10 +38,12 @@ from actonce import (
     Event,
     EventType,
     FingerprintKey,
+    Intent,
     Lease,
     LeaseHeld,
     Ledger,
     Policy,
+    Pool,
     Registry,
     SQLiteStore,
     Status,
@@ -483,7 +485,27 @@ EXPECT: dict[str, type[ActOnceError]] = {
     "postgres:sql_ascii_client": BadLedgerURL,
 }
 
+#: Issue 23: values a field's documentation rules out, refused instead of stored.
+FIELDS = _cases(
+    "fields",
+    intent_quantity_negative=lambda c: Intent(intent_id="i", kind="purchase", quantity=-1),
+    intent_quantity_zero=lambda c: Intent(intent_id="i", kind="purchase", quantity=0),
+    intent_currency_symbols=lambda c: Intent(intent_id="i", kind="purchase", currency="€€€"),
+    intent_currency_lower=lambda c: Intent(intent_id="i", kind="purchase", currency="eur"),
+    intent_currency_accents=lambda c: Intent(intent_id="i", kind="purchase", currency="ÉÜR"),
+    intent_ceiling_huge=lambda c: Intent(
+        intent_id="i", kind="purchase", price_ceiling=10**40, currency="EUR"
+    ),
+    pool_name_nul=lambda c: Pool("a\x00b", 5),
+    pool_limit_huge=lambda c: Pool("p", 10**40),
+    pool_limit_1e400=lambda c: Pool("p", "1e400"),
+    pool_count_fraction=lambda c: Pool("p", "2.5"),
+    pool_unit_lower=lambda c: Pool("p", 5, unit="eur"),
+    pool_unit_symbols=lambda c: Pool("p", 5, unit="€€€"),
+)
+
 API_CASES = [
+    *FIELDS,
     *POLICY,
     *EFFECT,
     *PAYLOAD,
@@ -717,6 +739,29 @@ def _cli(category: str, name: str, *args: str, **env: str) -> CliCase:
 _SURROGATE_ARG = os.fsdecode(b"\xff\xfe")
 
 CLI_CASES = [
+    # issue 23: accepted silently before
+    _cli(
+        "cli-args",
+        "prune_age_huge",
+        "evidence",
+        "prune",
+        "--older-than",
+        "9" * 17 + "d",
+        "--ledger",
+        "{ledger}",
+    ),
+    _cli(
+        "cli-args",
+        "prune_root_missing",
+        "evidence",
+        "prune",
+        "--older-than",
+        "1d",
+        "--root",
+        "/nonexistent-actonce-root",
+        "--ledger",
+        "{ledger}",
+    ),
     _cli("cli-args", "no_command"),
     _cli("cli-args", "unknown_command", "bogus"),
     _cli("cli-args", "unknown_option", "status", "--bogus", "--ledger", "{ledger}"),

@@ -222,4 +222,67 @@ PLANTS: tuple[Plant, ...] = (
         expect="the owner kept its lease",
         cheap=True,
     ),
+    # --- issue 23, item 1: behaviours an independent planting run found unpinned ---
+    Plant(
+        name="observe-non-owner-uses-own-perform",
+        bug="a non-owner counts the owner's settle window from its own perform",
+        path="src/actonce/_rules/*.py",
+        old="    if my_fence is not None and record.fence == my_fence and since_perform is not None:",
+        new="    if my_fence is not None and since_perform is not None:",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_non_owner_never_counts_the_owners_window_from_its_own_perform",
+        ),
+        expect="a non-owner counted the window from its perform",
+        cheap=True,
+    ),
+    Plant(
+        name="scrub-text-jwt-not-suspect",
+        bug="scrub_text's quick pre-check no longer looks for a JWT, so one alone is kept",
+        path="src/actonce/_rules/*.py",
+        old='|bearer|basic|token|eyJ", re.IGNORECASE)',
+        new='|bearer|basic|token", re.IGNORECASE)',
+        tests=("tests/unit/test_issue23_pins.py::test_scrub_text_removes_a_jwt_standing_alone",),
+        expect="a JWT alone in a text was kept",
+        cheap=True,
+    ),
+    Plant(
+        name="safe-next-protocol-relative",
+        bug='safe_next lets "//evil.example/x" (protocol-relative, off-site) through',
+        path="src/actonce/console/*.py",
+        old='    if not target or not target.startswith("/") or target.startswith("//") or "\\\\" in target:',
+        new='    if not target or not target.startswith("/") or "\\\\" in target:',
+        tests=(
+            "tests/unit/test_issue23_pins.py::test_safe_next_refuses_a_protocol_relative_target",
+        ),
+        expect="safe_next let an off-site target through",
+        cheap=True,
+    ),
+    Plant(
+        name="resolve-same-status-before-fence",
+        bug='resolve(..., "happened", attempt=1) answers with a record confirmed at a newer '
+        "fence instead of refusing (the same-decision shortcut runs before the fence check)",
+        path="src/actonce/_run/*.py",
+        old="    if seen is not None and record.fence != seen:\n",
+        new="    if seen is not None and record.fence != seen and record.status is not to:\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_happened_about_attempt_1_is_refused_on_a_record_confirmed_at_a_newer_fence",
+        ),
+        expect="a decision about attempt 1 was answered on attempt 2's record",
+        cheap=True,
+    ),
+    Plant(
+        name="console-session-idle-only",
+        bug="a console session used every hour never ends (only the idle limit is checked)",
+        path="src/actonce/console/*.py",
+        old="            if now - session.seen >= IDLE_SECONDS or now - session.started >= MAX_SECONDS:",
+        new="            if now - session.seen >= IDLE_SECONDS:",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_console_session_used_every_hour_still_ends_at_its_maximum_lifetime",
+        ),
+        expect="a session used every hour outlived MAX_SECONDS",
+        cheap=True,
+    ),
 )

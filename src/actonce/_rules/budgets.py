@@ -26,7 +26,8 @@ from typing import Any
 
 from .errors import UsageError
 from .holds import Draw
-from .intents import money
+from .intents import currency_code, money
+from .keys import check_text
 
 __all__ = ["WINDOWS", "Pool", "PoolUsage", "over", "window_of"]
 
@@ -58,11 +59,14 @@ class Pool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip() or len(self.name) > 200:
             raise UsageError("a budget pool needs a name (at most 200 characters)")
+        check_text(self.name, "a budget pool's name")
+        if not self.name.isprintable():
+            raise UsageError(f"a budget pool's name holds a control character: {self.name!r}")
         object.__setattr__(self, "limit", money(self.limit, "a budget limit"))
-        if not isinstance(self.unit, str) or not (
-            self.unit == "count" or (len(self.unit) == 3 and self.unit.isalpha())
-        ):
-            raise UsageError(f"a pool's unit is 'count' or a currency code, not {self.unit!r}")
+        if self.unit != "count":
+            currency_code(self.unit, "a pool's unit ('count' or a currency code)")
+        elif self.limit is not None and self.limit != self.limit.to_integral_value():
+            raise UsageError(f"a count pool's limit is a whole number, not {self.limit}")
         window_of(self.window, 0.0)
 
     @property

@@ -74,7 +74,26 @@ def money(value: Any, what: str = "an amount") -> Decimal | None:
         amount = None
     if amount is None or not amount.is_finite() or amount < 0:
         raise UsageError(f"{what} must be a finite, non-negative decimal, not {value!r}")
+    if amount > MAX_MONEY:
+        raise UsageError(f"{what} must be at most {MAX_MONEY:,}, not {value!r}")
     return amount
+
+
+#: The largest amount (or count) a money field takes: beyond it is a mistake, not money.
+MAX_MONEY = Decimal(10) ** 15
+
+
+def currency_code(value: Any, what: str = "currency") -> str:
+    """``value`` if it is an ISO 4217 code (three capital letters A-Z), else ``UsageError``."""
+    if not (
+        isinstance(value, str)
+        and len(value) == 3
+        and value.isascii()
+        and value.isalpha()
+        and value.isupper()
+    ):
+        raise UsageError(f"{what} is a 3-letter ISO 4217 code such as 'EUR', not {value!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,15 +147,15 @@ class Intent:
         if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:
             raise UsageError(f"an intent's version is a whole number >= 1, not {self.version!r}")
         if self.quantity is not None and (
-            not isinstance(self.quantity, int) or isinstance(self.quantity, bool)
+            not isinstance(self.quantity, int)
+            or isinstance(self.quantity, bool)
+            or self.quantity < 1
         ):
-            raise UsageError(f"quantity must be a whole number, not {self.quantity!r}")
+            raise UsageError(f"quantity must be a whole number >= 1, not {self.quantity!r}")
         object.__setattr__(self, "items", tuple(self.items))
         object.__setattr__(self, "price_ceiling", money(self.price_ceiling, "price_ceiling"))
-        if self.currency is not None and not (
-            isinstance(self.currency, str) and len(self.currency) == 3 and self.currency.isalpha()
-        ):
-            raise UsageError(f"currency is a 3-letter ISO 4217 code, not {self.currency!r}")
+        if self.currency is not None:
+            currency_code(self.currency)
         if self.price_ceiling is not None and self.currency is None:
             raise UsageError("a price ceiling needs its currency")
         material = tuple(self.material) or MATERIAL.get(self.kind, MATERIAL["*"])

@@ -19,7 +19,7 @@ from .._rules import approvals as ap
 from .._rules.errors import UsageError
 from .._rules.facts import Fact
 from .._rules.holds import Hold
-from .._rules.intents import Intent, IntentRef, IntentStatus, Revision, money, revise
+from .._rules.intents import Intent, IntentRef, IntentStatus, Revision, currency_code, money, revise
 from .._rules.keys import EffectKey
 from .._rules.model import Event, EventType
 from .._rules.text import storable
@@ -341,7 +341,7 @@ def request(
         destination=destination if destination is not None else row.intent.provider,
         amount=money(amount, "amount"),
         ceiling=money(ceiling, "ceiling") if ceiling is not None else row.intent.price_ceiling,
-        currency=currency if currency is not None else row.intent.currency,
+        currency=currency_code(currency) if currency is not None else row.intent.currency,
         details=dict(details or {}),
         terms=terms,
         facts=tuple(facts),

@@ -16,7 +16,15 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from actonce import ActOnceError, LedgerNotFound, __version__, mask_url, open_ledger, scrub_text
+from actonce import (
+    ActOnceError,
+    LedgerNotFound,
+    UsageError,
+    __version__,
+    mask_url,
+    open_ledger,
+    scrub_text,
+)
 
 from ._format import print_json
 
@@ -135,6 +143,8 @@ def cmd_evidence_prune(args: argparse.Namespace) -> int:
     from actonce.evidence import parse_age, prune
 
     older_than = parse_age(args.older_than)
+    if args.root is not None and not os.path.isdir(args.root):
+        raise UsageError(f"--root {args.root!r} is not a folder")
     with open_ledger(args.ledger, readonly=args.dry_run) as ledger:
         report = prune(ledger, older_than, root=args.root, dry_run=args.dry_run)
     if args.json:

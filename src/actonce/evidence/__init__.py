@@ -83,9 +83,12 @@ def parse_age(text: str) -> float:
         seconds = float(number) * (unit or 1)
     except ValueError:
         raise UsageError(f"not an age: {text!r} (say 30d, 12h, 90m, 2w or 45s)") from None
-    if not seconds >= 0 or seconds == float("inf"):
-        raise UsageError(f"an age is a finite duration >= 0, not {text!r}")
+    if not 0 <= seconds <= _MAX_AGE:
+        raise UsageError(f"an age is a duration from 0 to 1000 years, not {text!r}")
     return seconds
+
+
+_MAX_AGE = 1000 * 366 * 86400.0  # older than any evidence: a typo, not an age
 
 
 @dataclass

@@ -92,12 +92,15 @@ class Traffic:
     """Counts the requests and the main-frame navigations of one session's page."""
 
     def __init__(self, session: BrowserSession) -> None:
-        page = session.async_session.page
         self.requests = 0
         self.navigations = 0
-        self._main = page.main_frame
-        page.on("request", self._request)
-        page.on("framenavigated", self._navigated)
+        self._main: Any = None
+        session.run(self._listen)  # on the driver's loop
+
+    async def _listen(self, s: Any) -> None:
+        self._main = s.page.main_frame
+        s.page.on("request", self._request)
+        s.page.on("framenavigated", self._navigated)
 
     def _request(self, _request: Any) -> None:
         self.requests += 1

@@ -88,6 +88,31 @@ class TimedStore:
         return self._clock.wrap(attr) if callable(attr) else attr
 
 
+class Traffic:
+    """Counts the requests and the main-frame navigations of one session's page."""
+
+    def __init__(self, session: BrowserSession) -> None:
+        self.requests = 0
+        self.navigations = 0
+        self._main: Any = None
+        session.run(self._listen)  # on the driver's loop
+
+    async def _listen(self, s: Any) -> None:
+        self._main = s.page.main_frame
+        s.page.on("request", self._request)
+        s.page.on("framenavigated", self._navigated)
+
+    def _request(self, _request: Any) -> None:
+        self.requests += 1
+
+    def _navigated(self, frame: Any) -> None:
+        if frame is self._main:
+            self.navigations += 1
+
+    def reset(self) -> None:
+        self.requests = self.navigations = 0
+
+
 async def _loaded(s: Any) -> None:
     await s.page.wait_for_load_state("load")
 
@@ -132,6 +157,7 @@ def run_unguarded(
     session.async_session._network_guard = network_guard
     try:
         effects = batch(session, round_, "u" if network_guard else "raw", n)
+        traffic = Traffic(session)
         t = time.perf_counter()
         for e in effects:
             settled(session, e.perform)()
@@ -140,7 +166,7 @@ def run_unguarded(
         session.close()
     truth = server.db.ground_truth()["totals"]
     assert truth["posts"] + truth["invoices"] == n, truth
-    return {"total": total}
+    return {"total": total, "requests": traffic.requests, "navigations": traffic.navigations}
 
 
 def run_guarded(
@@ -176,6 +202,7 @@ def run_guarded(
                     precondition=pre.wrap(eff.precondition) if eff.precondition else None,
                 )
             )
+        traffic = Traffic(session)
         t = time.perf_counter()
         for eff in effects:
             result = ledger.run(eff)
@@ -195,6 +222,8 @@ def run_guarded(
         "perform": perform.seconds,
         "store": store_seconds,
         "store_calls": store_calls,
+        "requests": traffic.requests,
+        "navigations": traffic.navigations,
     }
 
 
@@ -232,6 +261,9 @@ def main() -> None:
 
     def per_effect(field: str, side: str = "g") -> float:
         return 1000 * statistics.median(x[side][field] for x in rounds) / n
+
+    def per_count(field: str, side: str = "g") -> float:
+        return round(statistics.median(x[side][field] for x in rounds) / n, 2)
 
     ratios = [(x["g"]["total"] - x["g"]["verify"]) / x["u"]["total"] for x in rounds]
     ledger_only = [
@@ -285,12 +317,22 @@ def main() -> None:
             statistics.median(x["g"]["store_calls"] for x in rounds) / n, 2
         ),
         "protocol_other_ms_per_effect": round(statistics.median(overhead), 2),
+        "requests_per_effect": per_count("requests"),
+        "requests_per_effect_unguarded": per_count("requests", "u"),
+        "navigations_per_effect": per_count("navigations"),
+        "navigations_per_effect_unguarded": per_count("navigations", "u"),
     }
+    summary["requests_ratio"] = round(
+        summary["requests_per_effect"] / summary["requests_per_effect_unguarded"], 4
+    )
     print(
         f"ratio (guarded without verification / unguarded): {summary['ratio']}; "
         f"without the precondition too: {summary['ratio_ledger_only']}; "
         f"verification {summary['verify_ms_per_effect']} ms/effect over "
-        f"{summary['verify_calls_per_effect']} calls"
+        f"{summary['verify_calls_per_effect']} calls; requests per effect "
+        f"{summary['requests_per_effect']} guarded vs {summary['requests_per_effect_unguarded']} "
+        f"unguarded (ratio {summary['requests_ratio']}), main-frame navigations "
+        f"{summary['navigations_per_effect']} vs {summary['navigations_per_effect_unguarded']}"
     )
     if args.json:
         print(json.dumps(summary, sort_keys=True))

@@ -100,6 +100,9 @@ def test_late_indexing_is_absent_then_confirmed(
     set_faults({"action": "post.create", "fault": "late_index", "seconds": 1.5})
     effect = session.post_effect("Slow to index")
     effect.perform()
+    # The first look after the click reads the post's own page (verify_here);
+    # the search listing, asked next, does not show it yet.
+    assert effect.verify() == found(session.async_session.url("/posts/1"))
     assert effect.verify() == Absent()  # absence right after the click proves nothing
     deadline = time.monotonic() + 10
     verdict = effect.verify()
@@ -187,6 +190,7 @@ def test_verifiers_count_every_match(
     session = new_session("alice")
     post = session.post_effect("Posted twice")
     post.perform()
+    assert post.verify() == found(base + "/posts/1")  # the page the click left: this post
     server.db.create_post("alice", "Posted twice", None, None, None, None)
     server.db.create_post("bob", "Posted twice", None, None, None, None)  # not ours
     assert post.verify() == Confirmed(
@@ -197,3 +201,25 @@ def test_verifiers_count_every_match(
     for account in ("alice", "alice", "bob"):
         server.db.create_invoice(account, "ORDER-TWICE", 10)
     assert invoice.verify() == found(base + "/invoices/1", base + "/invoices/2")
+
+
+def test_the_first_look_after_a_perform_reads_the_page_the_click_left(
+    new_session: SessionFactory, base: str
+) -> None:
+    session = new_session("alice")
+    requests: list[str] = []
+
+    async def listen(s: Any) -> None:
+        s.page.on("request", lambda r: requests.append(r.url))
+
+    session.run(listen)  # on the driver's loop
+    post = session.post_effect("Read from the confirmation")
+    invoice = session.invoice_effect("REF-HERE-1", 1200)
+    for effect, path in ((post, "/posts/1"), (invoice, "/invoices/")):
+        effect.perform()
+        before = len(requests)
+        verdict = effect.verify()
+        assert isinstance(verdict, Confirmed) and path in verdict.result_ref
+        assert len(requests) == before  # no page load
+        assert effect.verify() == verdict  # the next look counts on the listing
+        assert len(requests) == before + 1

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from actonce import Effect, EventType, Ledger, Policy, Status, effect_key
-from actonce.browser import Browser, BrowserSession, as_effect
+from actonce.browser import Browser, BrowserSession, PostEffect, as_effect
 from actonce.browser import Effect as SiteBound
 from actonce.sandbox import SEED_USERS, FaultRule, SandboxServer
 
@@ -196,3 +196,14 @@ def status(ledger: Ledger, k: Any) -> Status | None:
 
 def totals(gt: dict[str, Any]) -> dict[str, int]:
     return {k: v for k, v in gt["totals"].items() if v}
+
+
+class ListingOnlyPost(PostEffect):
+    """A post verified on the search listing only, never from the page the click left.
+
+    For the tests of a late listing (the ``late_index`` fault): the post's own
+    page confirms it at once, the listing does not show it yet.
+    """
+
+    async def verify_here(self, session: Any) -> None:
+        return None

@@ -32,7 +32,7 @@ from actonce.sandbox import FaultRule, SandboxServer
 from actonce.testing import FaultyStore, SimulatedCrash, crash_at
 
 from .booking import BookingEffect
-from .conftest import INVOICE, POST, Counted, SessionFactory, key, status, types
+from .conftest import INVOICE, POST, Counted, ListingOnlyPost, SessionFactory, key, status, types
 
 pytestmark = pytest.mark.browser
 
@@ -199,7 +199,7 @@ def test_row_06_requested_temporarily_absent_retries_verification_only(
     faults(FaultRule("post.create", "late_index", seconds=1.5, times=1))
     s = session("alice")
     patient = Policy(settle_seconds=30.0, verify_attempts=2, verify_backoff=0.1)
-    c = Counted(s.post_effect("Not indexed yet"))
+    c = Counted(s.effect(ListingOnlyPost("alice", "Not indexed yet")))
     result = ledger.run(c.effect(key("r06"), patient))
     # Absent inside the settle window: verification was retried, then unknown.
     assert result.outcome is Outcome.NEEDS_REVIEW and result.status is Status.UNKNOWN
@@ -225,7 +225,7 @@ def test_row_07_requested_unavailable_is_marked_unknown(
     faults: Callable[..., None],
     truth: Callable[[], dict[str, Any]],
 ) -> None:
-    c = Counted(session("carol").post_effect("Posted, then search went down"))
+    c = Counted(session("carol").effect(ListingOnlyPost("carol", "Posted, then search went down")))
     c.after_perform = lambda: faults(RATE_LIMITED)
     result = ledger.run(c.effect(key("r07", "carol"), POST))
     assert result.outcome is Outcome.NEEDS_REVIEW and result.status is Status.UNKNOWN
@@ -242,7 +242,7 @@ def test_row_08_requested_still_absent_after_execution_goes_to_review(
     truth: Callable[[], dict[str, Any]],
 ) -> None:
     faults(FaultRule("post.create", "late_index", seconds=30.0, times=1))
-    c = Counted(session("alice").post_effect("Never shows up in search"))
+    c = Counted(session("alice").effect(ListingOnlyPost("alice", "Never shows up in search")))
     result = ledger.run(c.effect(key("r08"), POST))
     assert result.outcome is Outcome.NEEDS_REVIEW and result.status is Status.NEEDS_REVIEW
     assert c.performs == 1

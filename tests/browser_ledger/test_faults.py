@@ -16,7 +16,7 @@ import pytest
 from actonce import EventType, Ledger, Outcome, Registry, Status
 from actonce.sandbox import SEED_USERS, SESSION_COOKIE, FaultRule
 
-from .conftest import INVOICE, POST, Counted, SessionFactory, key, status, types
+from .conftest import INVOICE, POST, Counted, ListingOnlyPost, SessionFactory, key, status, types
 
 pytestmark = pytest.mark.browser
 
@@ -183,7 +183,7 @@ def test_late_indexing_beyond_the_window_needs_review_and_stays_single(
 ) -> None:
     faults(FaultRule("post.create", "late_index", seconds=30.0, times=1))
     s = session("alice")
-    c = Counted(s.post_effect("Indexed much later"))
+    c = Counted(s.effect(ListingOnlyPost("alice", "Indexed much later")))
     result = ledger.run(c.effect(key("late-ko"), POST))
     assert result.outcome is Outcome.NEEDS_REVIEW and result.status is Status.NEEDS_REVIEW
     assert "absence proves nothing" in (result.reason or "")

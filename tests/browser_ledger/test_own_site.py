@@ -16,7 +16,7 @@ from actonce import EventType, HardStop, Ledger, Outcome, Policy, Status
 from actonce.browser import Browser, as_effect
 from actonce.sandbox import SEED_USERS, FaultRule
 
-from .conftest import POST, SessionFactory, key, types
+from .conftest import POST, ListingOnlyPost, SessionFactory, key, types
 
 pytestmark = pytest.mark.browser
 
@@ -117,14 +117,18 @@ def test_waiting_for_settle_confirms_a_late_post(
     s = session("alice")
     faults(FaultRule("post.create", "late_index", seconds=2.5, times=1))
     quick = Policy(settle_seconds=6, verify_attempts=2, verify_backoff=0.2, verify_backoff_max=0.5)
-    gave_up = ledger.run(as_effect(s.post_effect("Late one"), key("late1"), policy=quick))
+    gave_up = ledger.run(
+        as_effect(s.effect(ListingOnlyPost("alice", "Late one")), key("late1"), policy=quick)
+    )
     assert gave_up.outcome is Outcome.NEEDS_REVIEW and gave_up.status is Status.UNKNOWN
     faults(FaultRule("post.create", "late_index", seconds=2.5, times=1))
     waiting = Policy(
         settle_seconds=6, verify_attempts=2, verify_backoff=0.2, verify_backoff_max=0.5,
         wait_for_settle=True,
     )  # fmt: skip
-    result = ledger.run(as_effect(s.post_effect("Late two"), key("late2"), policy=waiting))
+    result = ledger.run(
+        as_effect(s.effect(ListingOnlyPost("alice", "Late two")), key("late2"), policy=waiting)
+    )
     assert result.outcome is Outcome.COMPLETED and result.result_ref
     assert truth()["totals"]["posts"] == 2
 

@@ -82,6 +82,7 @@ class AsyncEffect:
         self.payload = site.payload()
         self._performed = False
         self._clicked = False
+        self._here = False  # the next verification may read the page the click left
         self._guard: NetworkGuard | None = None
         self._doubt: str | None = None
         self.effect_key: str | None = None
@@ -157,6 +158,7 @@ class AsyncEffect:
             cause, error = error, OutcomeUnknown(why if error is None else f"{why}; {error}")
             error.__cause__ = cause
         if error is None:
+            self._here = True
             return details
         if isinstance(error, Exception):
             setattr(error, "details", details)  # noqa: B010  (any exception type)
@@ -285,12 +287,19 @@ class AsyncEffect:
         the claim the run then ends as ``hard_stop``, after the perform (and
         in reconcile) the ledger counts it as ``Unavailable``. A rate-limit
         screen (``RateLimited``) stays ``Unavailable``: it passes by itself.
+        The first verification after a confirmed perform asks the site's
+        ``verify_here`` first (the page the click left, no page load).
         """
+        here, self._here = self._here, False
         if self._doubt is not None:
             # This perform's own wire says the submit is incomplete: whatever
             # the page shows, it is not the effect as declared.
             return Unavailable(f"cannot confirm: the submit is incomplete: {self._doubt}")
         try:
+            if here:
+                verdict = await self.site.verify_here(self.session)
+                if verdict is not None:
+                    return verdict
             return await self.site.verify(self.session)
         except RateLimited as exc:
             return Unavailable(f"cannot check: {exc.reason}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from actonce import Absent, Confirmed, HardStop, UsageError, Verdict
+from actonce import Absent, Confirmed, HardStop, UsageError, Verdict, origin_of
 
 from ._site import SiteEffect, normalize_text
 
@@ -47,6 +47,14 @@ def _counted(session: AsyncBrowserSession, prefix: str, ids: list[int]) -> Confi
     """Every match, counted: more than one is a duplicate, never a silent success."""
     refs = tuple(session.url(f"{prefix}/{i}") for i in ids)
     return Confirmed(refs[0], count=len(refs), refs=refs)
+
+
+def _here(session: AsyncBrowserSession, pattern: re.Pattern[str]) -> int | None:
+    """The object id in the current page's URL, if it is ``pattern`` on the expected origin."""
+    url = session.page.url
+    if origin_of(url) != session.origin or not pattern.search(_path(url)):
+        return None
+    return int(_path(url).rsplit("/", 1)[1])
 
 
 def _path(url_or_path: str) -> str:
@@ -152,8 +160,25 @@ class PostEffect(SiteEffect):
         cards: list[dict[str, Any]] = await session.page.locator(
             '[data-testid="results"] > [data-testid="post"]'
         ).evaluate_all(_CARDS)
+        matches = self._matches(cards)
+        if not matches:
+            return Absent()
+        return _counted(session, "/posts", matches)
+
+    async def verify_here(self, session: AsyncBrowserSession) -> Verdict | None:
+        # The confirmation is the new post's own page (one post per accepted
+        # submit): enough when its card is this post; else search as usual.
+        post_id = _here(session, _POST_URL)
+        if post_id is None:
+            return None
+        cards: list[dict[str, Any]] = await session.page.locator(
+            f'[data-testid="post"][data-post-id="{post_id}"]'
+        ).evaluate_all(_CARDS)
+        return _counted(session, "/posts", [post_id]) if self._matches(cards[:1]) else None
+
+    def _matches(self, cards: list[dict[str, Any]]) -> list[int]:
         want_media = (1, self.media.type) if self.media else (0, "")
-        matches = sorted(
+        return sorted(
             c["id"]
             for c in cards
             if c["author"].strip() == self.author
@@ -162,9 +187,6 @@ class PostEffect(SiteEffect):
             and (self.media is None or normalize_text(c["alt"]) == normalize_text(self.media.alt))
             and (_path(c["parent"]) if c["parent"] else None) == self.parent
         )
-        if not matches:
-            return Absent()
-        return _counted(session, "/posts", matches)
 
 
 class ToggleEffect(SiteEffect):
@@ -329,3 +351,19 @@ class InvoiceEffect(SiteEffect):
             # Another account may use the same reference: that is not ours.
             return Absent()
         return _counted(session, "/invoices", ids)
+
+    async def verify_here(self, session: AsyncBrowserSession) -> Verdict | None:
+        # The confirmation is the new invoice's own page (one invoice per
+        # accepted submit): enough when it is this reference and account.
+        invoice_id = _here(session, _INVOICE_URL)
+        if invoice_id is None:
+            return None
+        rows: list[dict[str, str]] = await session.page.get_by_test_id("invoice").evaluate_all(
+            "els => els.map(e => ({...e.dataset}))"
+        )
+        ours = [
+            r for r in rows
+            if r.get("invoiceId") == str(invoice_id)
+            and r.get("reference") == self.reference and r.get("account") == self.account
+        ]  # fmt: skip
+        return _counted(session, "/invoices", [invoice_id]) if ours else None

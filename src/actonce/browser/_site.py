@@ -14,6 +14,9 @@ evidence. A subclass supplies:
 - ``confirm(session)``: optional wait for the site's confirmation;
 - ``verify(session)``: read-only check returning ``Confirmed``/``Absent``/
   ``Unavailable``;
+- ``verify_here(session)``: optional, the first verification after a
+  confirmed perform read from the page the click left, without a page load
+  (default ``None``: ``verify`` runs);
 - ``precondition(session)``: optional business check (default True);
 - ``requests``: optional, the mutating requests the submit makes, in order
   (``("POST /notes", "POST /notes/{id}/publish")``): each goes out at most
@@ -118,3 +121,17 @@ class SiteEffect(ABC):
     @abstractmethod
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         """Read-only: does the intended result exist?"""
+
+    async def verify_here(self, session: AsyncBrowserSession) -> Verdict | None:
+        """Read-only, without navigating: the verdict the page the click left gives.
+
+        Asked once per perform, for the first verification after a perform
+        whose confirmation the page showed; ``None`` (the default) means
+        "not enough here": ``verify`` runs as usual. Return a verdict only
+        when this page alone counts every match, i.e. the site makes one
+        object per accepted submit and the page is that object: the
+        verification before the click (under the claim) proved no earlier
+        match, and every later verification (a retry, reconcile) still
+        counts on the site's own listing with ``verify``.
+        """
+        return None

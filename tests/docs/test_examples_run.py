@@ -27,10 +27,6 @@ KNOWN_FAILING = {
     "docs/approvals.md",
     "docs/booking.md",
     "docs/browser.md",
-    "docs/chaos.md",
-    "docs/explore.md",
-    "docs/postgres.md",
-    "docs/telemetry.md",
 }
 
 # Pages whose blocks drive Chromium: the suite's browser rule (skip on a laptop

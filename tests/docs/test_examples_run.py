@@ -23,8 +23,6 @@ TIMEOUT = 60.0
 # fixing a page fails this list until the page leaves it.
 KNOWN_FAILING = {
     "README.md",
-    "docs/adapters.md",
-    "docs/approvals.md",
     "docs/booking.md",
     "docs/browser.md",
 }

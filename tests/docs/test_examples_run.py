@@ -23,7 +23,6 @@ TIMEOUT = 60.0
 # fixing a page fails this list until the page leaves it.
 KNOWN_FAILING = {
     "README.md",
-    "docs/browser.md",
 }
 
 # Pages whose blocks drive Chromium: the suite's browser rule (skip on a laptop

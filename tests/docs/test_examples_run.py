@@ -19,15 +19,9 @@ from . import _pages
 TIMEOUT = 60.0
 """Seconds a page may take; every page takes a few at most."""
 
-# Pages that do not run yet as pasted: each is an expected failure, and strict, so
-# fixing a page fails this list until the page leaves it.
-KNOWN_FAILING = {
-    "README.md",
-}
-
 # Pages whose blocks drive Chromium: the suite's browser rule (skip on a laptop
 # without it, fail under CI) applies to them.
-_BROWSER_PAGES = {"docs/booking.md", "docs/browser.md"}
+_BROWSER_PAGES = {"README.md", "docs/booking.md", "docs/browser.md"}
 
 
 def _runnable(page: Path) -> list[_pages.Block]:
@@ -43,8 +37,6 @@ def _params() -> list[object]:
         marks: list[pytest.MarkDecorator] = []
         if name in _BROWSER_PAGES:
             marks.append(pytest.mark.browser)
-        if name in KNOWN_FAILING:
-            marks.append(pytest.mark.xfail(strict=True, reason="does not run as pasted yet"))
         params.append(pytest.param(page, id=name, marks=marks))
     return params
 

@@ -122,3 +122,38 @@ def run_page(page: Path, folder: Path, *, timeout: float) -> subprocess.Complete
         timeout=timeout,
         check=False,
     )
+
+
+_PLACEHOLDER = re.compile(r"<[^>]*>")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One ``actonce ...`` line of a shell block, split as a shell would."""
+
+    where: str  # page:line
+    argv: tuple[str, ...]  # the arguments after ``actonce``
+    optional: bool  # the line shows optional parts in [brackets] (they are kept, unbracketed)
+
+
+def commands(block: Block) -> list[Command]:
+    """The ``actonce`` command lines of a shell block (continuations joined, comments dropped)."""
+    import shlex
+
+    found: list[Command] = []
+    lines = block.code.splitlines()
+    n = 0
+    while n < len(lines):
+        start = n
+        text = lines[n]
+        while text.rstrip().endswith("\\") and n + 1 < len(lines):
+            n += 1
+            text = text.rstrip()[:-1] + " " + lines[n]
+        n += 1
+        words = shlex.split(_PLACEHOLDER.sub("PLACEHOLDER", text), comments=True)
+        if not words or words[0] != "actonce":
+            continue
+        optional = any(w.startswith("[") or w.endswith("]") for w in words)
+        argv = tuple(w.strip("[]") for w in words[1:] if w.strip("[]"))
+        found.append(Command(f"{block.page}:{block.line + start}", argv, optional))
+    return found

@@ -10,6 +10,8 @@ python block follows fails the page.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,75 @@ def test_a_failing_block_fails_its_page_with_the_page_s_line(tmp_path: Path) -> 
     folder.mkdir()
     proc = _pages.run_page(page, folder, timeout=TIMEOUT)
     assert proc.returncode == 7  # the second block saw the first one's name
+
+
+# ---- shell blocks -------------------------------------------------------------------
+
+# Commands that only read the ledger: those a page shows without a placeholder run in
+# the folder its python blocks left behind, when they left a ledger there.
+_READ_ONLY = {"status", "list", "budgets", "intents", "approvals", "operations", "summary"}
+# Commands that hand their arguments to a program of their own (they are not parsed here):
+# demo, chaos, explore, sandbox, console run campaigns or servers, too slow for a check.
+_DELEGATED = {"demo", "chaos", "explore", "sandbox", "console"}
+
+
+def _shell_commands(page: Path) -> list[_pages.Command]:
+    return [
+        command
+        for block in _pages.blocks(page)
+        if block.language in ("bash", "sh", "shell")
+        for command in _pages.commands(block)
+    ]
+
+
+def _self_contained(command: _pages.Command) -> bool:
+    return (
+        bool(command.argv)
+        and command.argv[0] in _READ_ONLY
+        and not command.optional
+        and not any(w.isupper() or "…" in w or "PLACEHOLDER" in w for w in command.argv)
+    )
+
+
+def test_every_actonce_command_shown_is_one_the_cli_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from actonce.cli import _check, build_parser
+
+    monkeypatch.setenv("USER", "ana")  # a login shell's; an operator's override names it
+    failures: list[str] = []
+
+    shown = [c for page in _pages.pages() for c in _shell_commands(page)]
+    assert len(shown) >= 30  # the pages show about forty
+    for command in shown:
+        if command.argv[0] in _DELEGATED:
+            continue
+        parser = build_parser()
+        try:
+            _check(parser, parser.parse_args(list(command.argv)))
+        except SystemExit:
+            failures.append(f"{command.where}: `actonce {' '.join(command.argv)}`")
+    assert not failures, "\n".join(failures)
+
+
+def test_read_only_commands_shown_run_after_the_page_s_examples(tmp_path: Path) -> None:
+    ran = 0
+    for page in _pages.pages():
+        runnable = [c for c in _shell_commands(page) if _self_contained(c)]
+        if not runnable or not _runnable(page):
+            continue
+        folder = tmp_path / page.stem
+        folder.mkdir()
+        proc = _pages.run_page(page, folder, timeout=TIMEOUT)
+        if proc.returncode != 0 or not (folder / "actonce.db").exists():
+            continue  # the page's own test says why; without a ledger there is nothing to read
+        for command in runnable:
+            done = subprocess.run(
+                [sys.executable, "-m", "actonce", *command.argv],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+            assert done.returncode == 0, f"{command.where}: {done.stderr[-2000:]}"
+            ran += 1
+    assert ran >= 3

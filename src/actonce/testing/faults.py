@@ -20,12 +20,28 @@ fault                       what happens                      ``run`` may report
                             ``Unavailable``                   claimed, nothing done)
 ``late_visibility``         your perform runs; your verify    ``needs_review``, or
                             sees it only half a settle        ``completed`` (seen in
-                            window later                      time, ``wait_for_settle``)
+                            window later, and never sooner    time, ``wait_for_settle``)
+                            than :data:`LATE_SECONDS`
 ``crash_after_perform``     the worker dies right after       — (it crashed); reconcile
                             your perform                      confirms it
+``resent_request``          the request reaches your system   ``needs_review``: a
+                            twice (a browser's resend of a    duplicate detected, never
+                            POST that got no answer): two     a silent ``confirmed``
+                            results exist
 =========================== ================================= =========================
 
-With the pytest plugin (``actonce_fault``, parametrized over all five)::
+A correct effect passes every case. What the cases catch: a perform that
+retries on its own (a duplicate: ``lost_response``, ``late_visibility``,
+``crash_after_perform``); an absence declared authoritative with a settle
+window shorter than the world's lag, ``settle_seconds=0`` say
+(``late_visibility``: the ledger says ``failed`` while the result exists);
+a verifier that finds the first result instead of counting them
+(``resent_request``: two results, reported as one). A system that
+deduplicates a resent request itself (a provider idempotency key sent with
+every request) holds one result after ``resent_request``: skip that case
+for it.
+
+With the pytest plugin (``actonce_fault``, parametrized over all six)::
 
     def test_my_effect_survives_the_faults(actonce_fault, actonce_ledger):
         report = actonce_fault.run(actonce_ledger, my_effect())
@@ -46,7 +62,15 @@ from .._rules.model import Absent, Outcome, Policy, RunResult, Status, Unavailab
 from .._run.points import SimulatedCrash, arm, disarm
 from .provider import ProviderError
 
-__all__ = ["FAULTS", "FaultCase", "FaultReport"]
+__all__ = ["FAULTS", "LATE_SECONDS", "FaultCase", "FaultReport"]
+
+LATE_SECONDS = 1.0
+"""The least lag of ``late_visibility``: a search index or a replica is never instant.
+
+The lag is half the effect's settle window, and at least this: a window
+shorter than the world's lag, with absence declared authoritative, turns a
+late result into ``failed`` — which the case reports.
+"""
 
 
 @dataclass
@@ -81,9 +105,15 @@ class FaultCase:
     committed: bool  # does the effect exist in your system afterwards?
     allowed: Callable[[Policy], frozenset[Outcome]]
     crash: bool = False
+    resends: bool = False  # the request reaches your system twice
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def results(self) -> int:
+        """How many results your system holds afterwards (0, 1, or 2 for a resend)."""
+        return 2 if self.resends else int(self.committed)
 
     @property
     def expected(self) -> frozenset[Outcome]:
@@ -119,7 +149,7 @@ class FaultCase:
                 verify=lambda: Unavailable("injected: verification unavailable"),
             )
         if self.name == "late_visibility":
-            delay = effect.policy.settle_seconds / 2
+            delay = max(effect.policy.settle_seconds / 2, LATE_SECONDS)
 
             def late_perform() -> Any:
                 try:
@@ -133,6 +163,14 @@ class FaultCase:
                 return verify()
 
             return replace(effect, perform=late_perform, verify=late_verify)
+        if self.resends:
+
+            def resent() -> Any:
+                answer = real_perform()
+                perform()  # the transport's resend: your code ran once, your system got two
+                return answer
+
+            return replace(effect, perform=resent)
         return replace(effect, perform=real_perform)  # crash_after_perform
 
     def run(self, ledger: Ledger, effect: Effect) -> FaultReport:
@@ -165,12 +203,22 @@ class FaultCase:
         report = FaultReport(self.name, result, len(performs), settled, self.committed)
         if len(performs) > 1:
             report.problems.append(f"perform ran {len(performs)} times")
-        if record is not None and record.matches > 1:
-            report.problems.append(f"a duplicate was detected: {record.matches} results exist")
+        matches = 0 if record is None else record.matches
         allowed = self.allowed(effect.policy)
         if result is not None and result.outcome not in allowed:
             names = ", ".join(sorted(o.value for o in allowed))
             report.problems.append(f"run reported {result.outcome.value}, expected one of {names}")
+        if self.resends:
+            if matches < 2:
+                report.problems.append(
+                    f"your system got the request twice, but verify counted {matches} result(s): "
+                    "count every match (Confirmed(count=...)), never stop at the first"
+                )
+            if settled is Status.CONFIRMED:
+                report.problems.append("two results exist, but the ledger settled on confirmed")
+            return report
+        if matches > 1:
+            report.problems.append(f"a duplicate was detected: {matches} results exist")
         if self.committed and settled is not Status.CONFIRMED:
             report.problems.append(f"it happened, but the ledger settled on {settled}")
         if not self.committed and settled is Status.CONFIRMED:
@@ -231,5 +279,12 @@ FAULTS: tuple[FaultCase, ...] = (
         committed=True,
         allowed=lambda p: frozenset(),
         crash=True,
+    ),
+    FaultCase(
+        "resent_request",
+        "the request reaches your system twice: a duplicate must be detected",
+        committed=True,
+        allowed=lambda p: frozenset({Outcome.NEEDS_REVIEW}),
+        resends=True,
     ),
 )

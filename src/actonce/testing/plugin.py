@@ -14,7 +14,7 @@ Installed with actonce, it gives every test suite these fixtures:
 - ``actonce_fault``: parametrized over the seed-004 fault matrix
   (:data:`~actonce.testing.faults.FAULTS`: lost response, provider 500
   before commit, unavailable verification, late visibility, crash after
-  perform); point it at your own effect::
+  perform, resent request); point it at your own effect::
 
       def test_my_effect(actonce_fault, actonce_ledger):
           report = actonce_fault.run(actonce_ledger, my_effect())

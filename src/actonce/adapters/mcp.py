@@ -28,22 +28,70 @@ is an ``error`` result.
 
 ``ledger`` may be a ``Ledger`` (run in a worker thread) or an
 ``AsyncLedger`` (``perform``/``verify`` may then be ``async``).
+
+The tool carries the protocol's annotations (:data:`DEFAULT_ANNOTATIONS`),
+the hints a client uses to decide what to confirm with its user:
+``readOnlyHint`` false (it changes the world), ``destructiveHint`` true (a
+payment or a message cannot be taken back: say ``False`` for a purely
+additive tool), ``idempotentHint`` true (the same arguments make the same
+effect key: a repeated call is answered with the first one's result, which
+is what the hint promises) and ``openWorldHint`` true (it acts on a system
+outside the server). ``annotations=`` overrides any of them (an
+``mcp.types.ToolAnnotations`` or a mapping, by the protocol's names or
+their snake_case), plus ``title``; ``readOnlyHint=True`` is refused: a
+client would call a guarded side effect without asking.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
 
-from actonce import ActOnceError, AsyncLedger, Effect, EffectKey, Ledger, Policy
+from actonce import ActOnceError, AsyncLedger, Effect, EffectKey, Ledger, Policy, UsageError
 
 from ._result import error_result, tool_result
 
-__all__ = ["guarded_tool"]
+__all__ = ["DEFAULT_ANNOTATIONS", "guarded_tool"]
+
+DEFAULT_ANNOTATIONS: Mapping[str, bool] = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": True,
+    "openWorldHint": True,
+}
+"""The MCP tool annotations of a guarded tool unless ``annotations=`` says otherwise."""
+
+
+def _annotations(overrides: Any) -> Any:
+    """``ToolAnnotations``: the defaults, then what the caller set."""
+    from mcp.types import ToolAnnotations
+
+    if overrides is None:
+        given: dict[str, Any] = {}
+    elif isinstance(overrides, ToolAnnotations):
+        given = overrides.model_dump(by_alias=True, exclude_unset=True)
+    elif isinstance(overrides, Mapping):
+        fields = ToolAnnotations.model_fields
+        known = set(fields) | {f.alias for f in fields.values() if f.alias}
+        unknown = sorted(str(k) for k in overrides if k not in known)
+        if unknown:
+            raise UsageError(f"unknown MCP tool annotations: {', '.join(unknown)}")
+        given = ToolAnnotations.model_validate(dict(overrides)).model_dump(
+            by_alias=True, exclude_unset=True
+        )
+    else:
+        raise UsageError("annotations= takes an mcp.types.ToolAnnotations or a mapping")
+    merged = {**DEFAULT_ANNOTATIONS, **given}
+    if merged["readOnlyHint"]:
+        raise UsageError(
+            "a guarded tool changes the world: readOnlyHint=True would let a client call it "
+            "without asking (leave it false)"
+        )
+    return ToolAnnotations.model_validate(merged)
 
 
 def guarded_tool(
@@ -57,12 +105,19 @@ def guarded_tool(
     policy: Policy | None = None,
     name: str | None = None,
     description: str | None = None,
+    annotations: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``fn`` (the perform) as the MCP tool ``name`` of ``server``.
 
     ``key``, ``verify`` and ``payload`` get the tool's arguments, as ``fn``
-    does; the payload defaults to the arguments themselves.
+    does; the payload defaults to the arguments themselves. ``annotations``
+    (an ``mcp.types.ToolAnnotations`` or a mapping) overrides
+    :data:`DEFAULT_ANNOTATIONS`.
+
+    Raises:
+        UsageError: ``readOnlyHint=True``, or an annotation the protocol does not name.
     """
+    tool_annotations = _annotations(annotations)
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(fn, eval_str=True)  # annotations resolved in fn's module
@@ -99,7 +154,11 @@ def guarded_tool(
             **{n: p.annotation for n, p in signature.parameters.items()},
             "return": dict[str, Any],
         }
-        server.tool(name=name or fn.__name__, description=description or fn.__doc__)(tool)
+        server.tool(
+            name=name or fn.__name__,
+            description=description or fn.__doc__,
+            annotations=tool_annotations,
+        )(tool)
         return fn
 
     return deco

@@ -284,6 +284,17 @@ class Approvals(_KeysBase):
         """One packet as it stands."""
         return self._ledger._drive(gen.get_packet(packet_id))
 
+    def latest(self, packet_id: str) -> Packet:
+        """The newest packet of ``packet_id``'s chain: the one a commit now runs under.
+
+        A price refreshed above the ceiling replaces the packet by a new
+        revision (``replaced_by``); once approved, its ``ceiling`` is what the
+        commit may reach. Gate the commit with ``latest(first).packet_id``
+        and check amounts against ``latest(first).ceiling``, never the
+        intent's ceiling nor the first packet's. Itself when never replaced.
+        """
+        return self._ledger._drive(gen.latest_packet(packet_id))
+
     def list(
         self,
         status: ApprovalStatus | str | None = None,
@@ -389,6 +400,10 @@ class AsyncApprovals(_KeysBase):
     async def get(self, packet_id: str) -> Packet:
         """See :meth:`Approvals.get`."""
         return await self._ledger._drive(gen.get_packet(packet_id))
+
+    async def latest(self, packet_id: str) -> Packet:
+        """See :meth:`Approvals.latest`."""
+        return await self._ledger._drive(gen.latest_packet(packet_id))
 
     async def list(
         self,

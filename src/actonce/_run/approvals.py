@@ -39,6 +39,7 @@ __all__ = [
     "history",
     "holds",
     "intent_history",
+    "latest_packet",
     "list_intents",
     "list_packets",
     "new_code",
@@ -359,6 +360,28 @@ def get_packet(packet_id: str) -> Gen[ap.Packet]:
     if found is None:
         raise UsageError(f"no approval packet {packet_id!r}")
     return found[0]
+
+
+#: The longest replacement chain followed (each refresh of a price replaces one packet).
+MAX_REPLACEMENTS = 20
+
+
+def latest_packet(packet_id: str) -> Gen[ap.Packet]:
+    """The newest packet of ``packet_id``'s replacement chain (itself, if never replaced).
+
+    A refresh whose facts left the approved boundary replaces a packet by a
+    new revision; once the user approves that one, its ceiling is the one a
+    commit may reach. Raises ``UsageError`` for an unknown packet.
+    """
+    packet = yield from get_packet(packet_id)
+    for _ in range(MAX_REPLACEMENTS):
+        if packet.replaced_by is None:
+            break
+        found: tuple[ap.Packet, str | None, bool] | None = yield PacketGet(packet.replaced_by)
+        if found is None:
+            break
+        packet = found[0]
+    return packet
 
 
 def list_packets(

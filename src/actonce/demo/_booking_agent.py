@@ -49,7 +49,6 @@ from actonce.sandbox import SEED_USERS
 
 __all__ = ["BookingAgent", "TripSpec", "newest_packet", "pass_summary"]
 
-_REPLACEMENTS = 20
 _DEAD = frozenset({ApprovalStatus.EXPIRED, ApprovalStatus.DENIED, ApprovalStatus.VOIDED})
 
 
@@ -87,14 +86,7 @@ class TripSpec:
 
 def newest_packet(ledger: Ledger, packet_id: str | None) -> Packet | None:
     """The newest packet of a replacement chain (a price refresh replaces a packet)."""
-    if packet_id is None:
-        return None
-    packet = ledger.approvals.get(packet_id)
-    for _ in range(_REPLACEMENTS):
-        if packet.replaced_by is None:
-            break
-        packet = ledger.approvals.get(packet.replaced_by)
-    return packet
+    return None if packet_id is None else ledger.approvals.latest(packet_id)
 
 
 def _dead(packet: Packet | None) -> bool:

@@ -13,6 +13,10 @@ after its payment, a message accepted but never delivered).
 Its SQLite database is the ground truth: ``GET /admin/ground-truth`` counts
 what was created per natural key, independently of any ledger.
 
+A second, separate hotel site, Lakeside Inn (``LakesideServer``: hold → pay →
+book → email, holds that lapse on their own, a UUID ``request_id`` as its
+idempotency key), is what "your own site" looks like in docs/booking.md.
+
 Serve it with ``actonce sandbox`` or ``SandboxServer``::
 
     with SandboxServer(seed=1) as server:
@@ -26,6 +30,7 @@ from ._booking import SEED_PRODUCTS, BookingClock, BookingDB, BookingWorld, Refu
 from ._conns import LostMode
 from ._db import SEED_ITEMS, SEED_USERS, SandboxDB
 from ._faults import ACTIONS, Fault, FaultPlan, FaultRule, FiredFault
+from ._lakeside import LakesideInn, LakesideServer
 from ._server import SandboxServer, serve
 
 __all__ = [
@@ -41,6 +46,8 @@ __all__ = [
     "FaultPlan",
     "FaultRule",
     "FiredFault",
+    "LakesideInn",
+    "LakesideServer",
     "LostMode",
     "Refused",
     "Sandbox",

@@ -151,3 +151,10 @@ def test_the_example_runs_as_a_program(tmp_path: Path) -> None:
                           text=True, timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith("complete in ") and "is done." in proc.stdout
+
+
+def test_docs_booking_shows_the_whole_example() -> None:
+    page = (EXAMPLE.parents[1] / "docs" / "booking.md").read_text(encoding="utf-8")
+    assert f"```python\n{EXAMPLE.read_text(encoding='utf-8')}```" in page
+    lines = len(EXAMPLE.read_text(encoding="utf-8").splitlines())
+    assert f"{lines}\nlines with its docstrings" in page  # the figure the page gives

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import random
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -92,19 +92,30 @@ def test_short_restart_campaign_is_clean() -> None:
 
 
 class _RestartAt:
-    """A striker (``_round.Striker``) that restarts the server at planned pass counts."""
+    """A striker (``_round.Striker``) that restarts the server at planned points of every worker.
 
-    def __init__(self, cluster: _cluster.Cluster, at: list[int]) -> None:
+    A restart happens once *each* running worker has reported ``every`` more
+    crash-point passes since the last one: a worker slow to start (a loaded
+    machine) is still running, and has its connection, when the server goes.
+    """
+
+    def __init__(self, cluster: _cluster.Cluster, every: int, restarts: int) -> None:
         self.cluster = cluster
-        self.at = at
+        self.every = every
+        self.left = restarts
+        self.since: dict[int, int] = {}
         self.modes: list[str] = []
 
-    def step(self, passes: int, children: object) -> None:
-        while self.at and passes >= self.at[0]:
-            self.at.pop(0)
+    def step(self, passes: int, children: Sequence[_round.Child]) -> None:
+        running = [c for c in children if c.open]
+        if not self.left or not running:
+            return
+        if all(c.passes - self.since.get(c.worker, 0) >= self.every for c in running):
             mode = ("fast", "immediate")[len(self.modes) % 2]
             self.cluster.restart(mode)
             self.modes.append(mode)
+            self.left -= 1
+            self.since = {c.worker: c.passes for c in children}
 
 
 def test_running_workers_recover_from_restarts(cluster: _cluster.Cluster, tmp_path: Path) -> None:
@@ -136,8 +147,9 @@ def test_running_workers_recover_from_restarts(cluster: _cluster.Cluster, tmp_pa
             )
             specs.append((w, spec, None))
         stats = _round.Stats()
-        # 8 points per intent at most: both restarts land while all three run.
-        striker = _RestartAt(cluster, [15, 45])
+        # 8 points per intent at most, 40 intents each: both restarts land
+        # while all three run.
+        striker = _RestartAt(cluster, every=5, restarts=2)
         killed, stopped = _round.run_round([], specs, None, 0.0, stats, striker, stall=60.0)
         assert striker.modes == ["fast", "immediate"]
         assert not killed and not stopped, stats.findings

@@ -468,7 +468,10 @@ def run_campaign(
         restart_every: ``(low, high)`` seconds between two restarts.
         min_restarts: with ``restart_server``, more schedules run after the
             ``schedules`` asked for until the server has been restarted this
-            often (at most 100 times as many; the report counts them all).
+            often and at least one restart was seen (a worker's ledger error
+            or reopen, or a parent step run again): a restart that landed
+            between two schedules proves nothing. At most 100 times as many
+            schedules; the report counts them all.
         pg_bin: the folder of ``initdb`` and ``pg_ctl`` (see ``find_bin``).
 
     Raises:
@@ -532,7 +535,8 @@ def run_campaign(
         i = first
         while i < first + schedules or (
             restarter is not None
-            and restarter.restarts() < min_restarts
+            and min_restarts > 0
+            and (restarter.restarts() < min_restarts or not _restart_seen(tally))
             and i < first + 100 * schedules
         ):
             rng = random.Random(f"actonce-chaos:{seed}:{i}")
@@ -559,6 +563,11 @@ def run_campaign(
     return build_report(
         tally, backend, i - first, intents, workers, seed, time.monotonic() - started, restarts
     )
+
+
+def _restart_seen(tally: _Tally) -> bool:
+    """Somebody saw the server go: a worker's store, a reopen, or the parent."""
+    return tally.ledger_errors + tally.reopen_retries + tally.parent_retries > 0
 
 
 def _drop_leftovers(conninfo: str) -> None:

@@ -101,6 +101,7 @@ class Child:
     hit: bool = False  # it got a ledger error
     gave_up: bool = False  # it ended without a working store
     stuck: bool = False  # killed by the parent for making no progress
+    passes: int = 0  # crash-point passes it reported
 
 
 class Striker(Protocol):
@@ -302,6 +303,7 @@ def consume(child: Child, passes: int, stats: Stats) -> int:
             continue
         point, fatal = decode(byte)
         seen += 1
+        child.passes += 1
         if fatal:
             child.fatal_at = point
     return seen

@@ -182,6 +182,14 @@ class LakesideInn:
             return guest, form, self._refused(guest, why, 400)
         return guest, form, None
 
+    def _shown(self, request: Request) -> tuple[str | None, _Thing | Response]:
+        """The guest and the object a page shows; a response instead when there is none to show."""
+        guest = self._guest(request)
+        if guest is None:
+            return None, RedirectResponse("/signin", 303)
+        thing = self._find(request.path_params["id"])
+        return guest, thing if thing is not None else self._refused(guest, "not found", 404)
+
     def _refused(self, guest: str | None, why: str, status: int = 409) -> Response:
         body = f'<p data-testid="refused">{html.escape(why)}</p>'
         return self._page(guest, "Not possible", body, status)
@@ -243,14 +251,9 @@ class LakesideInn:
         return RedirectResponse(f"/holds/{hold.id}", 303)
 
     async def _hold_page(self, request: Request) -> Response:
-        guest = self._guest(request)
-        hold = self._find(request.path_params["id"])
-        if guest is None or hold is None:
-            return (
-                RedirectResponse("/signin", 303)
-                if guest is None
-                else self._refused(guest, "not found", 404)
-            )
+        guest, hold = self._shown(request)
+        if isinstance(hold, Response):
+            return hold
         body = f'<p data-testid="hold">{hold.id}: {hold.status}, {hold.amount / 100:.2f} EUR</p>'
         if hold.status == "held":
             token = request.query_params.get("request_id", "")
@@ -271,14 +274,9 @@ class LakesideInn:
         return RedirectResponse(f"/payments/{pay.id}", 303)
 
     async def _payment_page(self, request: Request) -> Response:
-        guest = self._guest(request)
-        pay = self._find(request.path_params["id"])
-        if guest is None or pay is None:
-            return (
-                RedirectResponse("/signin", 303)
-                if guest is None
-                else self._refused(guest, "not found", 404)
-            )
+        guest, pay = self._shown(request)
+        if isinstance(pay, Response):
+            return pay
         body = f'<p data-testid="payment">{pay.id}: {pay.status}, {pay.amount / 100:.2f} EUR</p>'
         if pay.status == "authorized":
             token = request.query_params.get("request_id", "")
@@ -315,14 +313,9 @@ class LakesideInn:
         return RedirectResponse(f"/bookings/{booking.id}", 303)
 
     async def _booking_page(self, request: Request) -> Response:
-        guest = self._guest(request)
-        booking = self._find(request.path_params["id"])
-        if guest is None or booking is None:
-            return (
-                RedirectResponse("/signin", 303)
-                if guest is None
-                else self._refused(guest, "not found", 404)
-            )
+        guest, booking = self._shown(request)
+        if isinstance(booking, Response):
+            return booking
         body = f'<p data-testid="booking">{booking.id}: {booking.status}</p>'
         body += self._form(f"/bookings/{booking.id}/email", "Email me the confirmation", "email")
         return self._page(guest, "Your booking", body)

@@ -51,7 +51,7 @@ from ._errors import (
     StoppedAfterClick,
     StoppedBeforeClick,
 )
-from ._firewall import AsyncFirewall, FirewallWarning, firewall
+from ._firewall import AsyncFirewall, FirewallWarning, firewall, refusal_page
 from ._guard import as_effect
 from ._install import Obtained, ensure_chromium
 from ._notes import NoteEffect
@@ -115,4 +115,5 @@ __all__ = [
     "next_thread_part",
     "normalize",
     "normalize_text",
+    "refusal_page",
 ]

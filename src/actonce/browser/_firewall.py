@@ -81,15 +81,21 @@ def _frame_url(request: Request) -> str:
     return bare_url(url) if url.startswith("http") else ""
 
 
-def refusal_page(refusal: WriteRefusal) -> str:
-    """The page a refused navigation (a form post) shows instead."""
-    what = html.escape(f"{refusal.method} {refusal.url}")
+def refusal_page(method: str, url: str, reason: str, text: str) -> str:
+    """The page a refused navigation (a form post) shows instead, for every firewall.
+
+    Args:
+        method, url: the refused request (``url`` already without its query).
+        reason: the refusal's code (``outside_effect`` ...).
+        text: why, in words.
+    """
+    what = html.escape(f"{method} {url}")
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<title>Refused by the write firewall</title></head><body>"
         "<h1>Refused by actonce's write firewall</h1>"
-        f'<p data-testid="firewall-refusal" data-reason="{html.escape(refusal.reason.value)}">'
-        f"{what} was not sent: {html.escape(refusal.reason.text)}.</p>"
+        f'<p data-testid="firewall-refusal" data-reason="{html.escape(reason)}">'
+        f"{what} was not sent: {html.escape(text)}.</p>"
         "<p>This browser changes nothing by itself: every change goes through an "
         "effect (a guarded action). Use it instead.</p></body></html>"
     )
@@ -261,7 +267,9 @@ class AsyncFirewall:
                     status=403,
                     content_type="text/html; charset=utf-8",
                     headers={"Cache-Control": "no-store"},
-                    body=refusal_page(refusal),
+                    body=refusal_page(
+                        refusal.method, refusal.url, refusal.reason.value, refusal.reason.text
+                    ),
                 )
             else:
                 await route.abort("blockedbyclient")

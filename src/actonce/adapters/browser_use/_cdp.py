@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import html
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from typing import Any
 from cdp_use.client import CDPClient
 
 from actonce import bare_url
+from actonce.browser import refusal_page
 
 __all__ = ["SAFE_METHODS", "CDPFirewall", "Refused", "Request"]
 
@@ -100,20 +100,6 @@ class Refused:
 Judge = Callable[[Request], tuple[str, str] | None]
 """``judge(request)``: ``None`` lets it go; ``(reason, text)`` refuses it."""
 OnRefused = Callable[[Refused], Awaitable[None] | None]
-
-
-def _refusal_page(refused: Refused) -> str:
-    what = html.escape(f"{refused.method} {refused.url}")
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        "<title>Refused by the write firewall</title></head><body>"
-        "<h1>Refused by actonce's write firewall</h1>"
-        f'<p data-testid="firewall-refusal" data-reason="{html.escape(refused.reason)}">'
-        f"{what} was not sent: {html.escape(refused.text)}.</p>"
-        "<p>This browser changes nothing by itself: every change goes through a "
-        "guarded action (an effect). Use the guarded action for this instead.</p>"
-        "</body></html>"
-    )
 
 
 class CDPFirewall:
@@ -290,7 +276,7 @@ class CDPFirewall:
         )
         self.refused.append(refused)
         if seen.resource_type == "Document":
-            body = _refusal_page(refused).encode()
+            body = refusal_page(refused.method, refused.url, refused.reason, refused.text).encode()
             await self._send(
                 "Fetch.fulfillRequest",
                 {

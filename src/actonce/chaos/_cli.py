@@ -63,7 +63,10 @@ def _parser() -> argparse.ArgumentParser:
         "--min-restarts",
         type=int,
         default=0,
-        help="with --restart-server: run more schedules until the server was restarted this often",
+        help=(
+            "with --restart-server: run more schedules until the server was restarted "
+            "this often and a restart was seen by a worker or the parent"
+        ),
     )
     p.add_argument(
         "--pg-bin",

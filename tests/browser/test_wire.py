@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from actonce import Confirmed
+from actonce import Confirmed, bare_url, origin_of
 from actonce.browser import (
     AsyncBrowserSession,
     BrowserSession,
@@ -32,7 +32,7 @@ from actonce.browser import (
     SiteEffect,
     StoppedAfterClick,
 )
-from actonce.browser._wire import NetworkGuard, scrub_url
+from actonce.browser._wire import NetworkGuard
 from actonce.sandbox import SEED_USERS, SESSION_COOKIE, SandboxServer
 
 SessionFactory = Callable[..., BrowserSession]
@@ -362,13 +362,20 @@ def test_perform_timeout_before_the_click_is_not_performed(
     assert creates(base, "invoice.create") == []
 
 
-def test_scrub_url_drops_userinfo_query_and_fragment() -> None:
-    assert scrub_url("https://u:p@Example.COM:443/a/b?token=x&q=1#frag") == (
+def test_wire_urls_drop_userinfo_query_and_fragment() -> None:
+    assert bare_url("https://u:p@Example.COM:443/a/b?token=x&q=1#frag") == (
         "https://example.com/a/b"
     )
-    assert scrub_url("http://127.0.0.1:8080/compose?session=abc") == (
+    assert bare_url("http://127.0.0.1:8080/compose?session=abc") == (
         "http://127.0.0.1:8080/compose"
     )
+
+
+def test_a_port_that_is_no_port_is_never_the_sessions_origin() -> None:
+    # The guard and the session compare origins with the one origin_of: a
+    # port past 65535 once parsed as "no port", i.e. the session's origin.
+    assert origin_of("http://shop.example:80001/pay") != origin_of("http://shop.example/")
+    assert origin_of("http://shop.example.evil.net/") != origin_of("http://shop.example/")
 
 
 def _details(exc: BaseException) -> Mapping[str, Any]:

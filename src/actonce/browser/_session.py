@@ -22,7 +22,7 @@ from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 
-from actonce import HardStop, UsageError
+from actonce import HardStop, UsageError, origin_of
 from actonce.evidence import evidence_root, new_session_folder
 
 from ._capture import capture_page, evidence_name
@@ -32,7 +32,6 @@ from ._firewall import AsyncFirewall, firewall_of
 from ._screens import CONFIGURE, RATE_LIMIT, Screens
 from ._site import SiteEffect
 from ._threads import next_thread_part
-from ._wire import origin_of
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Response

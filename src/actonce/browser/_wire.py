@@ -47,7 +47,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -56,6 +55,7 @@ from actonce import (
     RequestPattern,
     SubmitWindow,
     WireAction,
+    bare_url,
     judge_request,
 )
 
@@ -79,8 +79,6 @@ __all__ = [
     "TIMED_OUT",
     "NetworkGuard",
     "WireRecord",
-    "origin_of",
-    "scrub_url",
 ]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -106,29 +104,6 @@ _ABORT_CODES = {
     REFUSED_UNDECLARED: "blockedbyclient",
     REFUSED_OUT_OF_ORDER: "blockedbyclient",
 }
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of a URL: lower case, no userinfo, no default port."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    keep = port is not None and port != _DEFAULT_PORTS.get(scheme)
-    return f"{scheme}://{host}{f':{port}' if keep else ''}"
-
-
-def scrub_url(url: str) -> str:
-    """The URL as evidence may hold it: no userinfo, no query, no fragment."""
-    return origin_of(url) + urlsplit(url).path
 
 
 def _failure(exc: BaseException) -> str:
@@ -357,7 +332,7 @@ class NetworkGuard:
 
     async def _mutating(self, route: Route, method: str) -> None:
         request = route.request
-        record = WireRecord(method, scrub_url(request.url), self._now())
+        record = WireRecord(method, bare_url(request.url), self._now())
         self._records.append(record)
         decision = judge_request(
             method,

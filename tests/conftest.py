@@ -53,3 +53,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if _needs_browser(item):
                 item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _evidence_outside_the_checkout(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Browser evidence of every test goes to a temporary folder, never ``./actonce-evidence``.
+
+    A session or example that is given no evidence root writes beside the
+    ledger or in the working directory; under pytest that was the checkout.
+    Tests of the default itself clear the variable with ``monkeypatch``.
+    """
+    if "ACTONCE_EVIDENCE_DIR" not in os.environ:
+        os.environ["ACTONCE_EVIDENCE_DIR"] = str(tmp_path_factory.mktemp("evidence"))

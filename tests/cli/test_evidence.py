@@ -18,6 +18,13 @@ from actonce.testing import FakeProvider, Faults, FrozenClock
 DAY = 86400.0
 
 
+@pytest.fixture(autouse=True)
+def _default_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These tests are about the default root (beside the ledger); the suite
+    # points every other test's evidence at a temporary folder.
+    monkeypatch.delenv("ACTONCE_EVIDENCE_DIR", raising=False)
+
+
 def test_the_root_is_beside_the_ledger(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("ACTONCE_EVIDENCE_DIR", raising=False)
     monkeypatch.delenv("ACTONCE_LEDGER", raising=False)

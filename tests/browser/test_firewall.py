@@ -22,6 +22,7 @@ from actonce import (
     RefusalReason,
     RequestPattern,
     Status,
+    UsageError,
     effect_key,
     open_ledger,
 )
@@ -263,3 +264,22 @@ def test_an_incomplete_submit_is_never_confirmed_even_by_a_naive_verifier(
     assert record is not None and record.status is Status.UNKNOWN
     assert f"refused POST {base}/notes/1/publish (undeclared request)" in (record.reason or "")
     assert log(base, "note.publish") == [] and len(log(base, "note.create")) == 1
+
+
+def test_a_persistent_profile_keeps_one_firewall_for_one_actor(
+    base: str, ledger: Ledger, tmp_path: Any
+) -> None:
+    """Every session of a profile is a page of its one context: one firewall, the first's."""
+    login = RequestPattern("POST", "/login", origin=base)
+    with Browser(user_data_dir=str(tmp_path / "alice-profile")) as browser:
+        first = browser.new_session(base, "alice", ledger=ledger, allow=[login])
+        again = browser.new_session(base, "alice", ledger=ledger)  # the same actor: fine
+        walls = (first.async_session.firewall, again.async_session.firewall)
+        assert walls[0] is not None and walls[0] is walls[1] and walls[0].actor == "alice"
+        with pytest.raises(UsageError, match="one actor's"):
+            browser.new_session(base, "bob", ledger=ledger)
+        with pytest.raises(UsageError, match="cannot turn it off"):
+            browser.new_session(base, "alice", firewall=False)
+        other = RequestPattern("POST", "/compose", origin=base)
+        with pytest.raises(UsageError, match="allowlist of its first session"):
+            browser.new_session(base, "alice", ledger=ledger, allow=[other])

@@ -137,6 +137,8 @@ class AsyncBrowser:
             if guarded and firewall_of(context) is None:
                 wall = AsyncFirewall(context, actor=username, allow=allow, recorder=recorder)
                 await wall.install()
+            elif persistent:
+                _same_profile_firewall(firewall_of(context), username, allow, firewall)
             page = await context.new_page()
             return AsyncBrowserSession(
                 page,
@@ -174,3 +176,35 @@ class AsyncBrowser:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _same_profile_firewall(
+    wall: AsyncFirewall | None,
+    username: str,
+    allow: Sequence[RequestPattern],
+    firewall: bool | None,
+) -> None:
+    """A persistent profile has one context, so one firewall: the first guarded session's.
+
+    A later session of the profile must agree with it — one actor per
+    profile — or it would be guarded under another name and allowlist than
+    the ones it asked for (or not at all, when it asked for none).
+    """
+    if wall is None:
+        return
+    if firewall is False:
+        raise UsageError(
+            f"this profile's pages are under the write firewall of {wall.actor!r}: "
+            "a session of it cannot turn it off"
+        )
+    if username != wall.actor:
+        raise UsageError(
+            f"a persistent profile is one actor's: its firewall records as {wall.actor!r}, "
+            f"not {username!r} (use a profile, or a fresh context, per actor)"
+        )
+    if allow and tuple(allow) != wall.allow:
+        raise UsageError(
+            "this profile's firewall has the allowlist of its first session; "
+            "a later session cannot change it"
+        )
+

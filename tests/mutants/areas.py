@@ -83,6 +83,7 @@ AREAS = {
                 "tests/hardening/test_world_text.py",
                 "tests/unit/test_missed_rules.py",
                 "tests/unit/test_issue23_pins.py",
+                "tests/unit/test_secret_pins.py",
             ),
         ),
         Area(

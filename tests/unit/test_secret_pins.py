@@ -1,0 +1,71 @@
+"""Pins for the secret scrubbing's mutants the area's tests let through (issue 23, item 2).
+
+``python tests/mutants/areas.py --area secrets --sample 40 --seed 1`` showed
+these behaviours of ``_rules/secrets.py`` and ``_rules/text.py`` unstated:
+a secret pair keeps its quotes, a known value of exactly four characters is
+scrubbed, a header pair's value is fingerprinted (not its absence), a blank
+query value survives the rewrite, the refusals' words, and the bounds of
+event data (NaN and infinity as text, 100 keys, 100 items, 100-character
+names).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from actonce import FingerprintKey, UsageError
+from actonce._rules.secrets import check_secret_fields, redact, scrub_text, scrub_url
+from actonce._rules.text import storable_data
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ('login password="hunter22" user=ana', 'login password="[redacted]" user=ana'),
+        ("login password='hunter22' user=ana", "login password='[redacted]' user=ana"),
+        ("login password=hunter22 user=ana", "login password=[redacted] user=ana"),
+    ],
+)
+def test_a_secret_pair_in_text_keeps_its_quotes(text: str, scrubbed: str) -> None:
+    assert scrub_text(text) == scrubbed
+
+
+def test_a_known_value_of_four_characters_is_scrubbed_and_three_are_not() -> None:
+    assert scrub_text("the code is 1234 ok", ["1234"]) == "the code is [redacted] ok"
+    assert scrub_text("the code is 123 ok", ["123"]) == "the code is 123 ok"
+
+
+def test_a_secret_header_pair_is_fingerprinted_by_its_value() -> None:
+    key = FingerprintKey("k1", b"x" * 32)
+    out = redact([["Authorization", "Bearer abcd1234"]], key=key)
+    assert out.payload == [["Authorization", {"$secret": key.fingerprint("Bearer abcd1234")}]]
+    assert out.values == ("Bearer abcd1234", "abcd1234")
+
+
+def test_a_blank_query_value_survives_the_rewrite_of_a_secret_one() -> None:
+    assert scrub_url("https://h.example/x?a=&password=x") == (
+        "https://h.example/x?a=&password=[redacted]"
+    )
+
+
+def test_the_refusals_say_what_is_wrong() -> None:
+    with pytest.raises(UsageError, match=r"^a URL is a string, not int$"):
+        scrub_url(3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"^scrub_text\(\) takes a string, not bytes$"):
+        scrub_text(b"x")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"^secret_fields must be a sequence of field names$"):
+        check_secret_fields(3)
+    with pytest.raises(
+        UsageError, match=r"^a secret field name must be a non-empty string, not ' '$"
+    ):
+        check_secret_fields(["iban", " "])
+
+
+def test_event_data_is_bounded_and_json() -> None:
+    assert storable_data([float("nan"), float("inf"), 1.5]) == ["nan", "inf", 1.5]
+    many = storable_data({f"k{i}": i for i in range(105)})
+    assert len(many) == 101 and many["…"] == "5 more"
+    items = storable_data(list(range(103)))
+    assert len(items) == 101 and items[-1] == "… 3 more"
+    (name,) = storable_data({"x" * 150: 1})
+    assert name == "x" * 99 + "…"

@@ -218,11 +218,15 @@ def kind(code: int | None) -> str:
     return "survived"
 
 
-def mutmut(area: Area, exe: str, children: int, names: list[str]) -> None:
+def mutmut(area: Area, exe: str, children: int, names: list[str]) -> str:
+    """Run mutmut in the area's folder; its output (a spinner, mostly) is returned, not shown."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(area.env)
     command = ["nice", "-n", "15", exe, "run", "--max-children", str(children), *names]
-    subprocess.run(command, cwd=folder(area), env=env, stdout=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        command, cwd=folder(area), env=env, capture_output=True, text=True, check=False
+    )
+    return done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def run_ast(area: Area, args: argparse.Namespace) -> int:
@@ -302,9 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     prepare(area)
     # Generates the mutants and records which tests reach which function; a name
     # that matches no mutant judges none (mutmut then stops with an assertion).
-    mutmut(area, args.mutmut, args.children, ["NO-MUTANT-IS-NAMED-THIS"])
+    output = mutmut(area, args.mutmut, args.children, ["NO-MUTANT-IS-NAMED-THIS"])
     codes = results(area)
     if not codes:
+        print(output, file=sys.stderr)
         print(f"no mutants in {folder(area)}: mutmut failed there", file=sys.stderr)
         return 1
     chosen = sample(list(codes), args.sample, args.seed)

@@ -315,8 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = sample(list(codes), args.sample, args.seed)
     todo = chosen if args.again else [n for n in chosen if codes[n] is None]
     if todo:
-        mutmut(area, args.mutmut, args.children, todo)
+        output = mutmut(area, args.mutmut, args.children, todo)
         codes = results(area)
+        if any(codes[n] is None for n in chosen):  # mutmut stopped: a test fails as it is?
+            print(output, file=sys.stderr)
     counts = Counter(kind(codes[n]) for n in chosen)
     score = counts["killed"] / len(chosen)
     figures = {

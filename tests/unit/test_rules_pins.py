@@ -9,6 +9,7 @@ operation waits on, the fields of a decision and a receipt.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -16,6 +17,8 @@ import pytest
 from actonce import (
     Absent,
     Effect,
+    Event,
+    EventType,
     Intent,
     Ledger,
     Operation,
@@ -30,12 +33,23 @@ from actonce import (
     UsageError,
     WireAction,
     effect_key,
+    intent_key,
     judge_request,
 )
-from actonce._rules.approvals import code_digest, code_matches
+from actonce._rules.approvals import (
+    LinkClaims,
+    Packet,
+    code_digest,
+    code_matches,
+    link_matches,
+    sign_link,
+    verify_link,
+)
 from actonce._rules.budgets import Draw, Pool, PoolUsage, over
 from actonce._rules.intents import currency_code, revise
+from actonce._rules.operation_review import choices
 from actonce._rules.operations import (
+    Assessment,
     DecisionRecord,
     Next,
     OperationDecision,
@@ -44,7 +58,16 @@ from actonce._rules.operations import (
     StepState,
     assess,
 )
-from actonce._rules.operator import ItemClass, RunStage, RunStatus, RunStop, RunSummary, SummaryItem
+from actonce._rules.operator import (
+    ItemClass,
+    RunStage,
+    RunStatus,
+    RunStop,
+    RunSummary,
+    SummaryItem,
+    open_why,
+)
+from actonce._rules.receipts import _next, _verdicts
 from actonce.testing import FrozenClock, MemoryStore
 
 KEYS = SigningKeys.parse("k1:" + "ab" * 16)
@@ -203,3 +226,116 @@ def test_an_undeclared_write_on_the_sessions_origin_is_refused() -> None:
     window = SubmitWindow("http://127.0.0.1:8765", (RequestPattern("POST", "/notes"),))
     decision = judge_request("DELETE", "http://127.0.0.1:8765/notes/7", window=window)
     assert (decision.action, decision.reason) == (WireAction.REFUSE, RefusalReason.UNDECLARED)
+
+
+# --- a second seeded sample (seed 2) -------------------------------------------------------
+
+
+def _packets() -> tuple[SigningKeys, Packet, Packet]:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=KEYS)
+    intent = ledger.intents.put(
+        Intent("trip", "booking", user="ana", price_ceiling=Decimal("250"), currency="EUR")
+    )
+    pay = intent_key(intent, "pay", tenant="t", actor="ana")
+    hold = intent_key(intent, "hold", tenant="t", actor="ana")
+    priced = ledger.approvals.request(intent, "pay", pay, amount="240", details={"room": "double"})
+    capped = ledger.approvals.request(intent, "hold", hold)
+    return KEYS, priced.packet, capped.packet
+
+
+def test_a_packet_says_its_price_or_its_ceiling_and_its_link_carries_them() -> None:
+    keys, priced, capped = _packets()
+    assert priced.summary() == "pay double for 240 EUR (trip@v1)"
+    assert capped.summary() == "hold for at most 250 EUR (trip@v1)"
+    claims = verify_link(keys, sign_link(keys, priced))
+    assert isinstance(claims, LinkClaims) and (claims.amount, claims.ceiling) == ("240", "250")
+    claims = verify_link(keys, sign_link(keys, capped))
+    assert isinstance(claims, LinkClaims) and (claims.amount, claims.ceiling) == (None, "250")
+    assert link_matches(claims, capped) is None
+
+
+def test_bad_signing_keys_and_request_patterns_say_what_is_wrong() -> None:
+    with pytest.raises(
+        UsageError, match=r"^ACTONCE_APPROVAL_KEYS must hold 'kid:hex\[,kid:hex\.\.\.\]'$"
+    ):
+        SigningKeys.parse("nocolon")
+    with pytest.raises(UsageError, match=r"has no query and '\*' only at its end: '/x#y'$"):
+        RequestPattern("POST", "/x#y")
+    assert RequestPattern("POST", "/x", beacon=True).describe() == "POST /x (beacon)"
+    assert RequestPattern("POST", "/x").describe() == "POST /x"
+
+
+def test_an_intent_keeps_its_material_fields_through_json() -> None:
+    intent = Intent("trip", "booking", user="ana", material=("when",))
+    assert Intent.from_json(intent.as_json()).material == ("when",)
+
+
+def test_a_policy_refuses_a_zero_where_it_needs_a_positive_number() -> None:
+    with pytest.raises(
+        UsageError, match=r"^Policy.lease_seconds must be a finite number of seconds > 0, not 0$"
+    ):
+        Policy(lease_seconds=0)
+    assert Policy(settle_seconds=0).settle_seconds == 0
+
+
+def test_a_retriable_step_in_doubt_after_the_pivot_stops_for_a_person_who_may_accept() -> None:
+    steps = [
+        StepState("book", Role.PIVOT, Status.CONFIRMED, 1, 1),
+        StepState("notify", Role.RETRIABLE, Status.UNKNOWN, 1, 3),
+    ]
+    a = assess(steps)
+    assert (a.state, a.next, a.index) == (OperationState.COMPLETE, Next.STOP, 1)
+    assert a.reason == "notify is unknown: a human decides"
+    assert choices(a, steps) == (OperationDecision.ACCEPT,)
+    waiting = assess([steps[0], StepState("notify", Role.RETRIABLE, Status.EXECUTING, 1, 3)])
+    assert choices(waiting, steps) == ()
+
+
+@pytest.mark.parametrize(
+    ("undo", "why"),
+    [
+        (Status.UNKNOWN, "the undo of hold is unknown"),
+        (Status.FAILED, "the undo of hold was refused: hold still stands"),
+    ],
+)
+def test_an_undo_in_doubt_or_refused_says_which(undo: Status, why: str) -> None:
+    steps = [
+        StepState("hold", Role.COMPENSATABLE, Status.CONFIRMED, 1, 1, undo, True),
+        StepState("pay", Role.PIVOT, Status.FAILED, 1, 1),
+    ]
+    a = assess(steps)
+    assert (a.state, a.next, a.index, a.undo, a.reason) == (
+        OperationState.NEEDS_REVIEW, Next.STOP, 0, True, why,
+    )  # fmt: skip
+
+
+def test_an_open_effect_says_why_new_work_waits_for_it() -> None:
+    assert open_why(Status.EXECUTING) == "its owner's lease is still live"
+    assert open_why(Status.UNKNOWN) == "outcome not proven"
+
+
+def test_a_run_summary_survives_json() -> None:
+    s = _summary()
+    assert RunSummary.from_json(s.as_json()) == replace(s, stored=True)
+
+
+def test_a_receipt_says_what_happens_next_when_a_message_is_sent_again() -> None:
+    done = OperationState.COMPLETE
+    again = Assessment(done, Next.WAIT, 1, due=5.0)
+    assert _next(done, again, "booking") == (
+        "Nothing from you: the message is sent again shortly, under the same reference."
+    )
+    assert _next(done, Assessment(done, Next.WAIT, 1), "booking") == "Nothing: the booking is done."
+    assert _next(done, Assessment(done, Next.RUN, 1), "booking") == (
+        "Nothing from you: the confirmation message is being sent."
+    )
+
+
+def test_a_receipt_lists_only_the_verdicts_of_a_history() -> None:
+    events = [
+        Event("k", EventType.CLAIMED, 1.0, 1),
+        Event("k", EventType.CONFIRMED, 2.0, 1, message="found", data={"result_ref": "r-1"}),
+    ]
+    assert _verdicts(events) == [
+        {"type": "confirmed", "at": 2.0, "attempt": 1, "message": "found", "result_ref": "r-1"}
+    ]

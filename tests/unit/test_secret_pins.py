@@ -11,11 +11,15 @@ names).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+from typing import Any
+
 import pytest
 
 from actonce import FingerprintKey, UsageError
 from actonce._rules.secrets import check_secret_fields, redact, scrub_text, scrub_url
-from actonce._rules.text import storable_data
+from actonce._rules.text import storable_data, world_text
 
 
 @pytest.mark.parametrize(
@@ -69,3 +73,52 @@ def test_event_data_is_bounded_and_json() -> None:
     assert len(items) == 101 and items[-1] == "… 3 more"
     (name,) = storable_data({"x" * 150: 1})
     assert name == "x" * 99 + "…"
+
+
+# --- a second seeded sample (seed 2) -------------------------------------------------------
+
+
+def test_the_credential_after_basic_or_token_is_a_known_secret_too() -> None:
+    found = redact({"authorization": "Basic abcd1234", "x": {"auth": "Token wxyz9876"}}).values
+    assert set(found) == {"Basic abcd1234", "Token wxyz9876", "abcd1234", "wxyz9876"}
+
+
+def test_only_secret_strings_and_numbers_become_known_values() -> None:
+    assert redact({"password": True, "pin": None, "token": 12345}).values == ("12345",)
+
+
+def test_a_nested_secret_is_fingerprinted_and_a_declared_path_matches_only_there() -> None:
+    key = FingerprintKey("K1", b"x" * 32)
+    out = redact({"booking": {"password": "hunter22"}}, key=key).payload
+    assert out == {"booking": {"password": {"$secret": key.fingerprint("hunter22")}}}
+    out = redact({"booking": {"number": "4111"}, "number": "5"}, secret_fields=["booking.number"])
+    assert out.payload == {"booking": {"number": {"$secret": "redacted"}}, "number": "5"}
+
+
+def test_a_lone_long_user_name_in_a_url_is_a_token() -> None:
+    assert scrub_url("https://abcdefghijklmnopqrstu@host.example/x") == (
+        "https://[redacted]@host.example/x"
+    )
+
+
+def test_a_fingerprint_is_an_hmac_of_the_values_json_as_written() -> None:
+    key = FingerprintKey("K1", b"x" * 32)  # capitals are a key id's characters too
+    text = '"é"'.encode()  # not "\u00e9": a stored fingerprint must not change
+    expected = hmac.new(b"x" * 32, text, hashlib.sha256).hexdigest()
+    assert key.fingerprint("é") == f"hmac-sha256:K1:{expected}"
+
+
+def test_event_data_stops_at_nine_levels_of_nesting() -> None:
+    nested: Any = {"a": 1}
+    listed: Any = [1]
+    for _ in range(11):
+        nested, listed = {"a": nested}, [listed]
+    out, items = storable_data(nested), storable_data(listed)
+    for _ in range(9):
+        out, items = out["a"], items[0]
+    assert out == "…" and items == "…"
+
+
+def test_event_data_keeps_a_secret_headers_name_and_world_text_its_limit() -> None:
+    assert storable_data(["Cookie", "sid=1"]) == ["Cookie", "[redacted]"]
+    assert world_text("x" * 600, limit=10) == "x" * 9 + "…"

@@ -122,3 +122,21 @@ def test_event_data_stops_at_nine_levels_of_nesting() -> None:
 def test_event_data_keeps_a_secret_headers_name_and_world_text_its_limit() -> None:
     assert storable_data(["Cookie", "sid=1"]) == ["Cookie", "[redacted]"]
     assert world_text("x" * 600, limit=10) == "x" * 9 + "…"
+
+
+# --- a third seeded sample (seed 3) --------------------------------------------------------
+
+
+def test_four_characters_are_enough_for_a_known_credential_or_number() -> None:
+    assert redact({"authorization": "Bearer abcd"}).values == ("Bearer abcd", "abcd")
+    assert redact({"pin": 1234}).values == ("1234",)
+
+
+def test_a_declared_header_name_makes_its_pair_secret() -> None:
+    out = redact([["X-Trace", "v1234"]], secret_fields=["X-Trace"])
+    assert out.payload == [["X-Trace", {"$secret": "redacted"}]]
+
+
+def test_a_secret_headers_name_in_event_data_is_cut_to_100_characters() -> None:
+    name = "x" * 120 + "-cookie"
+    assert storable_data([name, "v"]) == ["x" * 99 + "…", "[redacted]"]

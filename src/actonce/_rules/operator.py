@@ -334,7 +334,7 @@ class RunSummary:
         ]
         out += _items(self.done, lambda i: i.result_ref or "")
         out.append(f"skipped    {len(self.skipped)}" + (f" ({skipped})" if skipped else ""))
-        out += _items(self.skipped, lambda i: f"{i.why}: {i.reason or ''}".rstrip(": "))
+        out += _items(self.skipped, lambda i: f"{i.why or 'other'}: {i.reason or ''}".rstrip(": "))
         out.append(f"failures   {c['failures']} (definitive: did not happen, replannable)")
         out += _items(self.failures, lambda i: i.reason or "")
         out.append(f"ambiguous  {c['ambiguous']} (may have happened: reconcile or review first)")

@@ -285,4 +285,78 @@ PLANTS: tuple[Plant, ...] = (
         expect="a session used every hour outlived MAX_SECONDS",
         cheap=True,
     ),
+    Plant(
+        name="declined-carried-over",
+        bug="a run that declined once, lost the race to mark it failed and claimed again "
+        'carries "declined" over to the perform of its next claim (reported failed)',
+        path="src/actonce/_run/*.py",
+        old="    st.declined = False\n    st.perform_error = None\n",
+        new="    st.perform_error = None\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_run_that_declined_then_performed_on_its_next_claim_reports_completed",
+        ),
+        expect="a run that declined once reported failed",
+        cheap=True,
+    ),
+    Plant(
+        name="overtaken-perform-not-reread",
+        bug="a perform the heartbeat found overtaken is judged from the owner's stale record "
+        "(no re-read before the verdict)",
+        path="src/actonce/_run/*.py",
+        old="        # A lease extension found the row changed: see who holds it now.\n"
+        "        st.record = yield Get(plan.key)\n",
+        new="        # A lease extension found the row changed: see who holds it now.\n"
+        "        pass\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_perform_overtaken_meanwhile_rereads_the_record_before_any_verdict",
+        ),
+        expect="the owner verified from its stale record",
+        cheap=True,
+    ),
+    Plant(
+        name="heartbeat-unavailable-is-overtaken",
+        bug="a lease extension that raises LedgerUnavailable marks the perform overtaken "
+        "(and stops the heartbeat), sync driver",
+        path="src/actonce/_run/*.py",
+        old="                ok = True  # the next beat tries again",
+        new="                ok = False  # the next beat tries again",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_heartbeat_whose_extension_finds_the_ledger_unavailable_is_not_overtaken",
+        ),
+        expect="the heartbeat stopped after an unavailable ledger",
+        cheap=True,
+    ),
+    Plant(
+        name="async-heartbeat-unavailable-is-overtaken",
+        bug="a lease extension that raises LedgerUnavailable marks the perform overtaken "
+        "(and stops the beat task), async driver",
+        path="src/actonce/_run/*.py",
+        old="            except LedgerError:\n                ok = True\n            if not ok:\n"
+        "                overtaken.set()",
+        new="            except LedgerError:\n                ok = False\n            if not ok:\n"
+        "                overtaken.set()",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_heartbeat_whose_extension_finds_the_ledger_unavailable_is_not_overtaken",
+        ),
+        expect="the heartbeat stopped after an unavailable ledger",
+        cheap=True,
+    ),
+    Plant(
+        name="triage-trusts-a-stepped-clock",
+        bug="reconcile's triage judges an executing mark's lease on an untrusted clock "
+        "(sends it to reconcile instead of counting it live)",
+        path="src/actonce/_run/*.py",
+        old="        if not needs_reconcile(record, now, trusted=trusted):",
+        new="        if not needs_reconcile(record, now):",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_reconcile_triage_counts_an_expired_executing_mark_live_on_an_untrusted_clock",
+        ),
+        expect="triage sent an executing mark to reconcile",
+        cheap=True,
+    ),
 )

@@ -359,4 +359,46 @@ PLANTS: tuple[Plant, ...] = (
         expect="triage sent an executing mark to reconcile",
         cheap=True,
     ),
+    Plant(
+        name="gate-pools-in-the-gates-order",
+        bug="a gated claim locks its budget pools in the order its gate names them, so claims "
+        "on [a, b] and [b, a] deadlock on PostgreSQL",
+        path="src/actonce/_store/*.py",
+        old="    for draw in sorted(gate.draws, key=lambda d: d.pool):\n",
+        new="    for draw in gate.draws:\n",
+        tests=(
+            "tests/approvals/test_pg_locks.py::"
+            "test_two_claims_drawing_on_two_pools_in_opposite_orders_do_not_deadlock",
+        ),
+        expect="two claims on pools [a, b] and [b, a] deadlocked",
+    ),
+    Plant(
+        name="pg-cas-review-counts-as-unknown",
+        bug="the PostgreSQL transition takes a row in needs_review for the unknown it expects "
+        "at the same fence (and writes its event)",
+        path="src/actonce/_store/*.py",
+        old='    f"WITH won AS (UPDATE effects SET {q.pg(q.SET)} WHERE key = %s AND status = %s "\n',
+        new='    f"WITH won AS (UPDATE effects SET {q.pg(q.SET)} WHERE key = %s "\n'
+        "    \"AND (status = %s OR status = 'needs_review') \"\n",
+        tests=(
+            "tests/conformance/test_store.py::"
+            "test_a_transition_expecting_unknown_on_a_row_in_review_at_that_fence_changes_nothing",
+        ),
+        expect="a move expecting unknown at fence 3 changed a row in review",
+    ),
+    Plant(
+        name="pg-cas-fields-review-counts-as-unknown",
+        bug="the PostgreSQL transition that sets some columns (a review's resolve) takes a row "
+        "in needs_review for the unknown it expects at the same fence",
+        path="src/actonce/_store/*.py",
+        old='            f"WITH won AS (UPDATE effects SET {q.pg(clause)} WHERE key = %s '
+        'AND status = %s "\n',
+        new='            f"WITH won AS (UPDATE effects SET {q.pg(clause)} WHERE key = %s "\n'
+        "            \"AND (status = %s OR status = 'needs_review') \"\n",
+        tests=(
+            "tests/conformance/test_store.py::"
+            "test_a_transition_expecting_unknown_on_a_row_in_review_at_that_fence_changes_nothing",
+        ),
+        expect="a move expecting unknown at fence 3 changed a row in review",
+    ),
 )

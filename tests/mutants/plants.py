@@ -401,4 +401,33 @@ PLANTS: tuple[Plant, ...] = (
         ),
         expect="a move expecting unknown at fence 3 changed a row in review",
     ),
+    Plant(
+        name="compensation-skips-an-unknown-step",
+        bug="compensation counts only needs_review as doubt: a step still unknown is passed "
+        "over, and an operation with one step compensated and one unknown ends compensated",
+        path="src/actonce/_rules/*.py",
+        old="        if s.status in _DOUBT:\n"
+        "            # Never undo what may not have happened: a human decides.\n",
+        new="        if s.status in _DOUBT and s.status is not Status.UNKNOWN:\n"
+        "            # Never undo what may not have happened: a human decides.\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_an_operation_with_a_step_compensated_and_a_step_unknown_stops_at_the_unknown_one",
+        ),
+        expect="an operation with a step unknown was reported compensated",
+        cheap=True,
+    ),
+    Plant(
+        name="packet-intent-by-id-only",
+        bug="a commit checks only the intent id of its packet, not its version: a packet "
+        "approved for version 1 commits version 2",
+        path="src/actonce/_rules/*.py",
+        old="    if intent is not None and packet.intent != intent:\n",
+        new="    if intent is not None and packet.intent.intent_id != intent.intent_id:\n",
+        tests=(
+            "tests/approvals/test_version_pin.py::test_a_v1_packet_never_commits_v2_in_the_rule",
+        ),
+        expect="test_a_v1_packet_never_commits_v2_in_the_rule",
+        cheap=True,
+    ),
 )

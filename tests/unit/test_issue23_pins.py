@@ -30,6 +30,7 @@ from actonce import (
 )
 from actonce._rules.decision import Observation, observe
 from actonce._rules.model import Absent, EffectRecord, Policy, Status
+from actonce._rules.operations import Next, OperationState, Role, StepState, assess
 from actonce._rules.secrets import REDACTED, scrub_text
 from actonce._run import points
 from actonce._run.reconcile import triage
@@ -305,3 +306,23 @@ def test_reconcile_triage_counts_an_expired_executing_mark_live_on_an_untrusted_
     )
     work, live, missing = triage([record], NOW, True, lookup)  # a trusted clock: an orphan
     assert (live, missing) == (0, ["k"])
+
+
+@pytest.mark.parametrize("unknown_first", [True, False], ids=["unknown-older", "unknown-newer"])
+def test_an_operation_with_a_step_compensated_and_a_step_unknown_stops_at_the_unknown_one(
+    unknown_first: bool,
+) -> None:
+    # The pivot failed for good: compensation undoes the verified steps, newest first.
+    # One step is undone already; the other is unknown — it may not have happened, so it
+    # is never undone blindly, and the operation is never "compensated" past it.
+    unknown = StepState("charge", Role.COMPENSATABLE, Status.UNKNOWN, attempts=1, has_undo=True)
+    undone = StepState("hold", Role.COMPENSATABLE, Status.CONFIRMED, attempts=1,
+                       has_undo=True, undo=Status.CONFIRMED, undo_attempts=1)  # fmt: skip
+    pivot = StepState("book", Role.PIVOT, Status.FAILED, attempts=1)
+    steps = [unknown, undone, pivot] if unknown_first else [undone, unknown, pivot]
+    seen = assess(steps)
+    assert seen.state is not OperationState.COMPENSATED, (
+        f"an operation with a step unknown was reported compensated: {seen.reason}"
+    )
+    assert (seen.state, seen.next) == (OperationState.NEEDS_REVIEW, Next.STOP)
+    assert steps[seen.index or 0] is unknown and "charge is unknown" in seen.reason

@@ -430,4 +430,31 @@ PLANTS: tuple[Plant, ...] = (
         expect="test_a_v1_packet_never_commits_v2_in_the_rule",
         cheap=True,
     ),
+    Plant(
+        name="receipt-copies-the-whole-intent",
+        bug="a receipt copies the whole intent, not its allowlisted fields (an extra api_token "
+        "reaches the receipt)",
+        path="src/actonce/_rules/*.py",
+        old='        "intent": None if intent is None else {k: intent.get(k) for k in _INTENT_FIELDS},\n',
+        new='        "intent": None if intent is None else dict(intent),\n',
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_receipt_copies_only_the_allowlisted_fields_of_an_intent_and_its_approvals",
+        ),
+        expect="a receipt copied a field it does not name",
+        cheap=True,
+    ),
+    Plant(
+        name="receipt-copies-whole-packets",
+        bug="a receipt copies each approval packet of the chain whole, not its allowlisted fields",
+        path="src/actonce/_rules/*.py",
+        old='        "approvals": [{k: p.get(k) for k in _APPROVAL_FIELDS} for p in chain],\n',
+        new='        "approvals": [dict(p) for p in chain],\n',
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_receipt_copies_only_the_allowlisted_fields_of_an_intent_and_its_approvals",
+        ),
+        expect="a receipt copied a field it does not name",
+        cheap=True,
+    ),
 )

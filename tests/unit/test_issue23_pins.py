@@ -7,6 +7,7 @@ that it must catch (``python tests/mutants/check_plants.py --cheap``).
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,6 +32,7 @@ from actonce import (
 from actonce._rules.decision import Observation, observe
 from actonce._rules.model import Absent, EffectRecord, Policy, Status
 from actonce._rules.operations import Next, OperationState, Role, StepState, assess
+from actonce._rules.receipts import StepView, build_receipt
 from actonce._rules.secrets import REDACTED, scrub_text
 from actonce._run import points
 from actonce._run.reconcile import triage
@@ -326,3 +328,19 @@ def test_an_operation_with_a_step_compensated_and_a_step_unknown_stops_at_the_un
     )
     assert (seen.state, seen.next) == (OperationState.NEEDS_REVIEW, Next.STOP)
     assert steps[seen.index or 0] is unknown and "charge is unknown" in seen.reason
+
+
+def test_a_receipt_copies_only_the_allowlisted_fields_of_an_intent_and_its_approvals() -> None:
+    canary = "tok_live_4f3a9c1e77d2"  # a field no receipt names: it must not be copied
+    intent = {"intent_id": "trip", "version": 1, "kind": "booking", "provider": "Lakeside",
+              "currency": "EUR", "api_token": canary}  # fmt: skip
+    packet = {"packet_id": "apv-1", "status": "approved", "amount": "110", "ceiling": "120",
+              "currency": "EUR", "api_token": canary}  # fmt: skip
+    step = StepView("book", Role.PIVOT, "k", record=None)
+    receipt = build_receipt("op-1", assess([StepState("book", Role.PIVOT)]), [step],
+                            intent=intent, approval=packet, approvals=[packet], now=NOW)  # fmt: skip
+    assert canary not in json.dumps(receipt.data, default=str), (
+        "a receipt copied a field it does not name (api_token)"
+    )
+    assert canary not in receipt.text
+    assert receipt.data["intent"]["provider"] == "Lakeside"  # the allowlisted ones are copied

@@ -457,4 +457,72 @@ PLANTS: tuple[Plant, ...] = (
         expect="a receipt copied a field it does not name",
         cheap=True,
     ),
+    Plant(
+        name="wire-origin-by-prefix",
+        bug="the wire guard matches a request's origin by prefix: a POST to "
+        "shop.example.evil.net (or a port like 87650) passes as the session's origin",
+        path="src/actonce/_rules/*.py",
+        old="        if origin_of(url) != (self.origin or origin):\n            return False\n",
+        new='        if not origin_of(url).startswith(self.origin or origin or ""):\n'
+        "            return False\n",
+        tests=(
+            "tests/unit/test_firewall_rule.py::"
+            "test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        ),
+        expect="test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        cheap=True,
+    ),
+    Plant(
+        name="origin-drops-a-port-that-is-no-port",
+        bug="origin_of drops a port that is no port (:80001), so such a URL takes the origin "
+        "of the valid one",
+        path="src/actonce/_rules/*.py",
+        old='        port = parts.netloc.rpartition(":")[2]\n',
+        new="        port = None\n",
+        tests=(
+            "tests/unit/test_firewall_rule.py::"
+            "test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        ),
+        expect="test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        cheap=True,
+    ),
+    Plant(
+        name="identity-by-prefix",
+        bug="the preflight takes an identity that starts with the user's name for the user "
+        "('ana2' passes for 'ana')",
+        path="src/actonce/browser/*.py",
+        old="        if who != self.username:\n",
+        new='        if not (who or "").startswith(self.username):\n',
+        tests=(
+            "tests/browser/test_preflight.py::"
+            "test_an_identity_that_merely_contains_the_users_is_another",
+        ),
+        expect="DID NOT RAISE",
+    ),
+    Plant(
+        name="identity-by-substring",
+        bug="the preflight takes an identity that contains the user's name for the user "
+        "('banana' passes for 'ana')",
+        path="src/actonce/browser/*.py",
+        old="        if who != self.username:\n",
+        new='        if self.username not in (who or ""):\n',
+        tests=(
+            "tests/browser/test_preflight.py::"
+            "test_an_identity_that_merely_contains_the_users_is_another",
+        ),
+        expect="DID NOT RAISE",
+    ),
+    Plant(
+        name="preflight-origin-by-host",
+        bug="the preflight compares the page's origin by host only (another port, another "
+        "site, passes)",
+        path="src/actonce/browser/*.py",
+        old="        if origin_of(self.page.url) != self.origin:\n",
+        new='        if not origin_of(self.page.url).startswith(self.origin.rsplit(":", 1)[0]):\n',
+        tests=(
+            "tests/browser/test_preflight.py::"
+            "test_preflight_on_a_page_of_another_origin_is_a_hard_stop",
+        ),
+        expect="DID NOT RAISE",
+    ),
 )

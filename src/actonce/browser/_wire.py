@@ -57,6 +57,7 @@ from actonce import (
     SubmitWindow,
     WireAction,
     judge_request,
+    origin_of,
 )
 
 from ._firewall import _frame_url
@@ -106,24 +107,6 @@ _ABORT_CODES = {
     REFUSED_UNDECLARED: "blockedbyclient",
     REFUSED_OUT_OF_ORDER: "blockedbyclient",
 }
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of a URL: lower case, no userinfo, no default port."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    keep = port is not None and port != _DEFAULT_PORTS.get(scheme)
-    return f"{scheme}://{host}{f':{port}' if keep else ''}"
 
 
 def scrub_url(url: str) -> str:

@@ -21,11 +21,13 @@ import psycopg
 
 from actonce import (
     ApprovalStatus,
+    Draw,
     Event,
     EventType,
     Gate,
     Intent,
     Packet,
+    Pool,
     PostgresStore,
     Status,
 )
@@ -134,5 +136,87 @@ def test_a_revision_and_a_releasing_transition_do_not_deadlock(
     try:
         assert check.approval_get("p1")[0].status is ApprovalStatus.VOIDED
         assert check.get("k1").status is Status.FAILED
+    finally:
+        check.close()
+
+
+def _claim_drawing(key: str, pools: tuple[str, ...]) -> Any:
+    claimed = EffectRecord(key=key, kind="book", status=Status.CLAIMED, fence=1, owner=key,
+                           lease_expires_at=NOW + 60, payload="{}", payload_hash="h",
+                           created_at=NOW, updated_at=NOW, gated=True)  # fmt: skip
+    event = Event(key=key, type=EventType.CLAIMED, at=NOW, fence=1, run_id=key,
+                  to_status=Status.CLAIMED)  # fmt: skip
+    gate = Gate(draws=tuple(Draw(p, Decimal(10)) for p in pools))
+    return ops.claim_gated(claimed, None, event, gate)
+
+
+def _run_until_a_pool_is_locked(conn: psycopg.Connection[Any], work: Any) -> Any:
+    """Run ``work``'s statements until one has locked a budget pool row; the rest is left."""
+    answer: Any = None
+    while True:
+        stmt = work.send(answer)
+        cur = conn.execute(stmt.sql, stmt.params)
+        answer = (cur.rowcount, cur.fetchall() if cur.description else [])
+        if "FROM pools" in stmt.sql and "FOR UPDATE" in stmt.sql:
+            return work, answer
+
+
+def test_two_claims_drawing_on_two_pools_in_opposite_orders_do_not_deadlock(
+    pg_schema: tuple[str, str],
+) -> None:
+    """One gated claim draws on pools [a, b], the other on [b, a], on two connections.
+    The first takes its first pool's lock and pauses; the second runs until it waits for
+    a lock; then the first goes on. Both must finish: pools are locked in name order,
+    whatever order the gate names them in (else: a ring, and PostgreSQL kills one)."""
+    dsn, schema = pg_schema
+    store = PostgresStore(dsn, schema=schema, create=True)
+    for name in ("a", "b"):
+        store.pool_define(Pool(name, Decimal(100), "EUR"), NOW, "setup")
+    store.close()
+    options = f"-c search_path={schema}"
+    first = psycopg.connect(dsn, options=options)
+    second = psycopg.connect(dsn, options=options)
+    second_pid = second.info.backend_pid
+    outcome: dict[str, Any] = {}
+
+    def claim_second() -> None:
+        try:
+            outcome["second"] = run_steps(second, _claim_drawing("k2", ("b", "a")))
+            second.commit()
+        except psycopg.Error as exc:
+            outcome["second_error"] = exc
+            second.rollback()
+
+    try:
+        paused, answer = _run_until_a_pool_is_locked(first, _claim_drawing("k1", ("a", "b")))
+        thread = threading.Thread(target=claim_second)
+        thread.start()
+        with psycopg.connect(dsn, autocommit=True) as watch:
+            deadline = time.monotonic() + 30
+            while True:  # a condition, observed: the second claim waits for a lock
+                row = watch.execute(
+                    "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (second_pid,)
+                ).fetchone()
+                if row is not None and row[0] == "Lock":
+                    break
+                assert time.monotonic() < deadline and thread.is_alive(), outcome
+                time.sleep(0.01)  # sync-ok: polling pg_stat_activity for the lock wait
+        try:
+            outcome["first"] = run_steps(first, paused, answer=answer)
+            first.commit()
+        except psycopg.Error as exc:
+            outcome["first_error"] = exc
+            first.rollback()
+        thread.join(60)
+        assert not thread.is_alive()
+    finally:
+        first.close()
+        second.close()
+    errors = {k: v for k, v in outcome.items() if k.endswith("_error")}
+    assert not errors, f"two claims on pools [a, b] and [b, a] deadlocked: {errors}"
+    assert outcome["first"].acquired and outcome["second"].acquired
+    check = PostgresStore(dsn, schema=schema)
+    try:
+        assert [u.reserved for u in check.budget_usage(["a", "b"], NOW)] == [20, 20]
     finally:
         check.close()

@@ -10,6 +10,7 @@ import pytest
 
 from actonce import HardStop
 from actonce.browser import AsyncBrowserSession, BrowserSession, ReadBackMismatch, Screens
+from actonce.sandbox import SEED_USERS, SandboxServer
 
 SessionFactory = Callable[..., BrowserSession]
 
@@ -185,4 +186,42 @@ def test_a_signed_out_page_without_a_login_wall_is_a_hard_stop(
         session.goto("/")
     with pytest.raises(HardStop, match="not shown exactly once: 0 elements"):
         session.preflight()
+    assert creates(base) == []
+
+
+@pytest.mark.parametrize("bound_to", ["ali", "lice"], ids=["a-prefix", "inside"])
+def test_an_identity_that_merely_contains_the_users_is_another(
+    new_session: SessionFactory, base: str, bound_to: str
+) -> None:
+    """Signed in as 'alice', a session bound to 'ali' (as 'ana2' is not 'ana') or to
+    'lice' (as 'banana' is not 'ana') stops: the identity is compared whole."""
+    session = new_session(bound_to, as_user="alice")
+    with pytest.raises(HardStop, match=f"signed in as 'alice', not '{bound_to}'"):
+        session.preflight()
+    assert creates(base) == []
+
+
+async def _signed_in_elsewhere(session: Any, url: str) -> None:
+    """Sign 'alice' in on the sandbox at ``url`` (another origin) and stay on its page."""
+    page = session.page
+    await page.goto(url + "/login")
+    await page.get_by_label("Username").fill("alice")
+    await page.get_by_label("Password").fill(SEED_USERS["alice"])
+    async with page.expect_navigation():
+        await page.get_by_role("button", name="Sign in").click()
+
+
+def test_preflight_on_a_page_of_another_origin_is_a_hard_stop(
+    new_session: SessionFactory, base: str
+) -> None:
+    """The page has moved to another site (another port), where the same user is signed
+    in and nothing blocks: the origin alone stops the mutation."""
+    session = new_session("alice")
+    session.preflight()
+    with SandboxServer() as other:
+        session.run(lambda s: _signed_in_elsewhere(s, other.url))
+        assert session.whoami() == "alice"  # the other page would pass every other check
+        with pytest.raises(HardStop, match="page is on") as info:
+            session.preflight()
+    assert f"not {base.rstrip('/')!r}" in info.value.reason
     assert creates(base) == []

@@ -117,6 +117,26 @@ def test_transition_cas_and_its_event_commit_together(store: Any) -> None:
     assert seqs == sorted(seqs) and len(set(seqs)) == 3
 
 
+def test_a_transition_expecting_unknown_on_a_row_in_review_at_that_fence_changes_nothing(
+    store: Any,
+) -> None:
+    """The row is ``needs_review`` at fence 3; a writer that still believes it ``unknown``
+    at fence 3 (a reviewer's resolve, a reconcile) is refused: same fence, other status.
+    Nothing changes and no event is written, whichever columns the move sets."""
+    r = record("rv", Status.NEEDS_REVIEW, 3, reason="two results found")
+    store.claim(r, None, event(r))
+    before = store.events("rv")
+    confirmed = replace(r, status=Status.CONFIRMED, result_ref="u/9", updated_at=T0 + 5)
+    moved = event(confirmed, Status.UNKNOWN, message="a reviewer said it happened")
+    for fields in (None, ("status", "updated_at", "reason", "result_ref")):
+        got = store.transition((Status.UNKNOWN, 3), confirmed, moved, fields=fields)
+        assert got is None, (
+            f"a move expecting unknown at fence 3 changed a row in review ({fields})"
+        )
+        assert store.get("rv") == r
+        assert store.events("rv") == before, "a refused move wrote an event"
+
+
 def test_append_event_keeps_data_and_order(store: Any) -> None:
     r = record("e")
     store.claim(r, None, event(r))

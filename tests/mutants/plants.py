@@ -285,4 +285,244 @@ PLANTS: tuple[Plant, ...] = (
         expect="a session used every hour outlived MAX_SECONDS",
         cheap=True,
     ),
+    Plant(
+        name="declined-carried-over",
+        bug="a run that declined once, lost the race to mark it failed and claimed again "
+        'carries "declined" over to the perform of its next claim (reported failed)',
+        path="src/actonce/_run/*.py",
+        old="    st.declined = False\n    st.perform_error = None\n",
+        new="    st.perform_error = None\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_run_that_declined_then_performed_on_its_next_claim_reports_completed",
+        ),
+        expect="a run that declined once reported failed",
+        cheap=True,
+    ),
+    Plant(
+        name="overtaken-perform-not-reread",
+        bug="a perform the heartbeat found overtaken is judged from the owner's stale record "
+        "(no re-read before the verdict)",
+        path="src/actonce/_run/*.py",
+        old="        # A lease extension found the row changed: see who holds it now.\n"
+        "        st.record = yield Get(plan.key)\n",
+        new="        # A lease extension found the row changed: see who holds it now.\n"
+        "        pass\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_perform_overtaken_meanwhile_rereads_the_record_before_any_verdict",
+        ),
+        expect="the owner verified from its stale record",
+        cheap=True,
+    ),
+    Plant(
+        name="heartbeat-unavailable-is-overtaken",
+        bug="a lease extension that raises LedgerUnavailable marks the perform overtaken "
+        "(and stops the heartbeat), sync driver",
+        path="src/actonce/_run/*.py",
+        old="                ok = True  # the next beat tries again",
+        new="                ok = False  # the next beat tries again",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_heartbeat_whose_extension_finds_the_ledger_unavailable_is_not_overtaken",
+        ),
+        expect="the heartbeat stopped after an unavailable ledger",
+        cheap=True,
+    ),
+    Plant(
+        name="async-heartbeat-unavailable-is-overtaken",
+        bug="a lease extension that raises LedgerUnavailable marks the perform overtaken "
+        "(and stops the beat task), async driver",
+        path="src/actonce/_run/*.py",
+        old="            except LedgerError:\n                ok = True\n            if not ok:\n"
+        "                overtaken.set()",
+        new="            except LedgerError:\n                ok = False\n            if not ok:\n"
+        "                overtaken.set()",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_heartbeat_whose_extension_finds_the_ledger_unavailable_is_not_overtaken",
+        ),
+        expect="the heartbeat stopped after an unavailable ledger",
+        cheap=True,
+    ),
+    Plant(
+        name="triage-trusts-a-stepped-clock",
+        bug="reconcile's triage judges an executing mark's lease on an untrusted clock "
+        "(sends it to reconcile instead of counting it live)",
+        path="src/actonce/_run/*.py",
+        old="        if not needs_reconcile(record, now, trusted=trusted):",
+        new="        if not needs_reconcile(record, now):",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_reconcile_triage_counts_an_expired_executing_mark_live_on_an_untrusted_clock",
+        ),
+        expect="triage sent an executing mark to reconcile",
+        cheap=True,
+    ),
+    Plant(
+        name="gate-pools-in-the-gates-order",
+        bug="a gated claim locks its budget pools in the order its gate names them, so claims "
+        "on [a, b] and [b, a] deadlock on PostgreSQL",
+        path="src/actonce/_store/*.py",
+        old="    for draw in sorted(gate.draws, key=lambda d: d.pool):\n",
+        new="    for draw in gate.draws:\n",
+        tests=(
+            "tests/approvals/test_pg_locks.py::"
+            "test_two_claims_drawing_on_two_pools_in_opposite_orders_do_not_deadlock",
+        ),
+        expect="two claims on pools [a, b] and [b, a] deadlocked",
+    ),
+    Plant(
+        name="pg-cas-review-counts-as-unknown",
+        bug="the PostgreSQL transition takes a row in needs_review for the unknown it expects "
+        "at the same fence (and writes its event)",
+        path="src/actonce/_store/*.py",
+        old='    f"WITH won AS (UPDATE effects SET {q.pg(q.SET)} WHERE key = %s AND status = %s "\n',
+        new='    f"WITH won AS (UPDATE effects SET {q.pg(q.SET)} WHERE key = %s "\n'
+        "    \"AND (status = %s OR status = 'needs_review') \"\n",
+        tests=(
+            "tests/conformance/test_store.py::"
+            "test_a_transition_expecting_unknown_on_a_row_in_review_at_that_fence_changes_nothing",
+        ),
+        expect="a move expecting unknown at fence 3 changed a row in review",
+    ),
+    Plant(
+        name="pg-cas-fields-review-counts-as-unknown",
+        bug="the PostgreSQL transition that sets some columns (a review's resolve) takes a row "
+        "in needs_review for the unknown it expects at the same fence",
+        path="src/actonce/_store/*.py",
+        old='            f"WITH won AS (UPDATE effects SET {q.pg(clause)} WHERE key = %s '
+        'AND status = %s "\n',
+        new='            f"WITH won AS (UPDATE effects SET {q.pg(clause)} WHERE key = %s "\n'
+        "            \"AND (status = %s OR status = 'needs_review') \"\n",
+        tests=(
+            "tests/conformance/test_store.py::"
+            "test_a_transition_expecting_unknown_on_a_row_in_review_at_that_fence_changes_nothing",
+        ),
+        expect="a move expecting unknown at fence 3 changed a row in review",
+    ),
+    Plant(
+        name="compensation-skips-an-unknown-step",
+        bug="compensation counts only needs_review as doubt: a step still unknown is passed "
+        "over, and an operation with one step compensated and one unknown ends compensated",
+        path="src/actonce/_rules/*.py",
+        old="        if s.status in _DOUBT:\n"
+        "            # Never undo what may not have happened: a human decides.\n",
+        new="        if s.status in _DOUBT and s.status is not Status.UNKNOWN:\n"
+        "            # Never undo what may not have happened: a human decides.\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_an_operation_with_a_step_compensated_and_a_step_unknown_stops_at_the_unknown_one",
+        ),
+        expect="an operation with a step unknown was reported compensated",
+        cheap=True,
+    ),
+    Plant(
+        name="packet-intent-by-id-only",
+        bug="a commit checks only the intent id of its packet, not its version: a packet "
+        "approved for version 1 commits version 2",
+        path="src/actonce/_rules/*.py",
+        old="    if intent is not None and packet.intent != intent:\n",
+        new="    if intent is not None and packet.intent.intent_id != intent.intent_id:\n",
+        tests=(
+            "tests/approvals/test_version_pin.py::test_a_v1_packet_never_commits_v2_in_the_rule",
+        ),
+        expect="test_a_v1_packet_never_commits_v2_in_the_rule",
+        cheap=True,
+    ),
+    Plant(
+        name="receipt-copies-the-whole-intent",
+        bug="a receipt copies the whole intent, not its allowlisted fields (an extra api_token "
+        "reaches the receipt)",
+        path="src/actonce/_rules/*.py",
+        old='        "intent": None if intent is None else {k: intent.get(k) for k in _INTENT_FIELDS},\n',
+        new='        "intent": None if intent is None else dict(intent),\n',
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_receipt_copies_only_the_allowlisted_fields_of_an_intent_and_its_approvals",
+        ),
+        expect="a receipt copied a field it does not name",
+        cheap=True,
+    ),
+    Plant(
+        name="receipt-copies-whole-packets",
+        bug="a receipt copies each approval packet of the chain whole, not its allowlisted fields",
+        path="src/actonce/_rules/*.py",
+        old='        "approvals": [{k: p.get(k) for k in _APPROVAL_FIELDS} for p in chain],\n',
+        new='        "approvals": [dict(p) for p in chain],\n',
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_receipt_copies_only_the_allowlisted_fields_of_an_intent_and_its_approvals",
+        ),
+        expect="a receipt copied a field it does not name",
+        cheap=True,
+    ),
+    Plant(
+        name="wire-origin-by-prefix",
+        bug="the wire guard matches a request's origin by prefix: a POST to "
+        "shop.example.evil.net (or a port like 87650) passes as the session's origin",
+        path="src/actonce/_rules/*.py",
+        old="        if origin_of(url) != (self.origin or origin):\n            return False\n",
+        new='        if not origin_of(url).startswith(self.origin or origin or ""):\n'
+        "            return False\n",
+        tests=(
+            "tests/unit/test_firewall_rule.py::"
+            "test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        ),
+        expect="test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        cheap=True,
+    ),
+    Plant(
+        name="origin-drops-a-port-that-is-no-port",
+        bug="origin_of drops a port that is no port (:80001), so such a URL takes the origin "
+        "of the valid one",
+        path="src/actonce/_rules/*.py",
+        old='        port = parts.netloc.rpartition(":")[2]\n',
+        new="        port = None\n",
+        tests=(
+            "tests/unit/test_firewall_rule.py::"
+            "test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        ),
+        expect="test_a_host_that_starts_with_the_sessions_host_is_another_origin",
+        cheap=True,
+    ),
+    Plant(
+        name="identity-by-prefix",
+        bug="the preflight takes an identity that starts with the user's name for the user "
+        "('ana2' passes for 'ana')",
+        path="src/actonce/browser/*.py",
+        old="        if who != self.username:\n",
+        new='        if not (who or "").startswith(self.username):\n',
+        tests=(
+            "tests/browser/test_preflight.py::"
+            "test_an_identity_that_merely_contains_the_users_is_another",
+        ),
+        expect="DID NOT RAISE",
+    ),
+    Plant(
+        name="identity-by-substring",
+        bug="the preflight takes an identity that contains the user's name for the user "
+        "('banana' passes for 'ana')",
+        path="src/actonce/browser/*.py",
+        old="        if who != self.username:\n",
+        new='        if self.username not in (who or ""):\n',
+        tests=(
+            "tests/browser/test_preflight.py::"
+            "test_an_identity_that_merely_contains_the_users_is_another",
+        ),
+        expect="DID NOT RAISE",
+    ),
+    Plant(
+        name="preflight-origin-by-host",
+        bug="the preflight compares the page's origin by host only (another port, another "
+        "site, passes)",
+        path="src/actonce/browser/*.py",
+        old="        if origin_of(self.page.url) != self.origin:\n",
+        new='        if not origin_of(self.page.url).startswith(self.origin.rsplit(":", 1)[0]):\n',
+        tests=(
+            "tests/browser/test_preflight.py::"
+            "test_preflight_on_a_page_of_another_origin_is_a_hard_stop",
+        ),
+        expect="DID NOT RAISE",
+    ),
 )

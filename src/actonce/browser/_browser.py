@@ -207,4 +207,3 @@ def _same_profile_firewall(
             "this profile's firewall has the allowlist of its first session; "
             "a later session cannot change it"
         )
-

@@ -27,6 +27,7 @@ from typing import Any
 
 from .errors import UsageError
 from .keys import MAX_KEY_LENGTH, EffectKey, canonical_json, check_text, effect_key
+from .scrub import stored_form
 
 __all__ = [
     "MATERIAL",
@@ -37,6 +38,7 @@ __all__ = [
     "intent_key",
     "money",
     "revise",
+    "stored_intent",
 ]
 
 #: The material fields per intent kind (seed 004: "a new identity only when
@@ -194,6 +196,11 @@ class Intent:
         return cls(**values)
 
 
+def stored_intent(intent: Intent) -> Intent:
+    """``intent`` as the ledger keeps it: its secrets scrubbed (:mod:`.scrub`)."""
+    return Intent.from_json(stored_form(intent.as_json()))
+
+
 @dataclass(frozen=True, slots=True)
 class IntentRef:
     """One version of one intent."""
@@ -233,7 +240,8 @@ def revise(intent: Intent, **changes: Any) -> Revision:
     if unknown:
         raise UsageError(f"an intent has no field(s) {', '.join(sorted(unknown))}")
     candidate = replace(intent, **changes)
-    before, after = intent.as_json(), candidate.as_json()
+    # Compared as stored: a secret given again is the same [redacted] (see .scrub).
+    before, after = stored_form(intent.as_json()), stored_form(candidate.as_json())
     changed = tuple(sorted(name for name in changes if before[name] != after[name]))
     material = any(name in intent.material for name in changed)
     if material:

@@ -38,7 +38,6 @@ __all__ = [
     "intent_key",
     "money",
     "revise",
-    "stored_intent",
 ]
 
 #: The material fields per intent kind (seed 004: "a new identity only when
@@ -187,6 +186,10 @@ class Intent:
             out[f.name] = value
         return out
 
+    def stored(self) -> Intent:
+        """This intent as the ledger keeps it: its secrets scrubbed (:mod:`.scrub`)."""
+        return Intent.from_json(stored_form(self.as_json()))
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Intent:
         """An intent from :meth:`as_json`'s shape."""
@@ -194,11 +197,6 @@ class Intent:
         values["items"] = tuple(values.get("items") or ())
         values["material"] = tuple(values.get("material") or ())
         return cls(**values)
-
-
-def stored_intent(intent: Intent) -> Intent:
-    """``intent`` as the ledger keeps it: its secrets scrubbed (:mod:`.scrub`)."""
-    return Intent.from_json(stored_form(intent.as_json()))
 
 
 @dataclass(frozen=True, slots=True)

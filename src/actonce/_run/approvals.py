@@ -19,19 +19,9 @@ from .._rules import approvals as ap
 from .._rules.errors import UsageError
 from .._rules.facts import Fact
 from .._rules.holds import Hold
-from .._rules.intents import (
-    Intent,
-    IntentRef,
-    IntentStatus,
-    Revision,
-    currency_code,
-    money,
-    revise,
-    stored_intent,
-)
+from .._rules.intents import Intent, IntentRef, IntentStatus, Revision, currency_code, money, revise
 from .._rules.keys import EffectKey
 from .._rules.model import Event, EventType
-from .._rules.scrub import stored_form
 from .._rules.text import storable
 from .._store.history import approval_event_key, intent_event_key
 from .._store.records import IntentRow, RevisionResult
@@ -240,7 +230,7 @@ def put_intent(intent: Intent, run_id: str) -> Gen[Intent]:
     tick: Tick = yield NOW
     row: IntentRow = yield IntentCreate(intent, tick.now, run_id)
     # Compared as stored: the ledger keeps the intent scrubbed (see _rules/scrub).
-    given = stored_intent(intent).as_json()
+    given = intent.stored().as_json()
     if row.intent.version == 1 and row.intent.as_json() == given:
         return row.intent
     if row.intent.as_json() == {**given, "version": row.intent.version}:
@@ -286,7 +276,7 @@ def revise_intent(intent_id: str, changes: Mapping[str, Any], run_id: str) -> Ge
             touched: bool = yield IntentTouch(rev.new, rev.changed, tick.now, run_id)
             if not touched:
                 raise UsageError(f"{current.ref} was revised meanwhile; look again")
-        return IntentRevision(stored_intent(rev.new), False, rev.changed)
+        return IntentRevision(rev.new.stored(), False, rev.changed)
     tick = yield NOW
     done: RevisionResult = yield IntentRevise(current.ref, rev.new, rev.changed, tick.now, run_id)
     if not done.applied:
@@ -362,7 +352,7 @@ def request(
         expires_at=tick.now + ttl,
     )
     # The packet as the ledger keeps it (scrubbed): the same one returned and shown.
-    packet = ap.Packet.from_json(stored_form(packet.as_json()))
+    packet = packet.stored()
     code = ap.new_code()
     yield PacketPut(packet, ap.code_digest(keys, packet.user, code), run_id)
     return ApprovalRequest(packet, ap.sign_link(keys, packet), code)

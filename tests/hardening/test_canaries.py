@@ -369,8 +369,11 @@ def exercise(url: str, c: Canaries, scan_open: Callable[[], None]) -> Exercised:
     return out
 
 
-def cli_outputs(done: Exercised, verifiers: str, env: dict[str, str]) -> dict[str, str]:
-    """Every read command's output (text and ``--json``), then reconcile's, by command."""
+def cli_outputs(
+    done: Exercised, verifiers: str, env: dict[str, str], c: Canaries
+) -> dict[str, str]:
+    """Every read command's output (text and ``--json``), then reconcile's, by command;
+    then a write through the CLI (an intent withdrawn, its reason a canary) and its reads."""
     url, keys = done.url, done.keys
     outputs: dict[str, str] = {}
     commands: list[list[str]] = [["status"], ["list", "--limit", "1000"]]
@@ -383,6 +386,15 @@ def cli_outputs(done: Exercised, verifiers: str, env: dict[str, str]) -> dict[st
             assert proc.returncode in (0, 3), text[-2000:]  # 3: reconcile left effects open
             name = " ".join([command[0], *extra])
             outputs[name] = outputs.get(name, "") + text
+    for intent_id in done.gated.intents:
+        reason = f"user asked; session cookie {c(f'cli.withdraw.{intent_id}')}"
+        proc = run_cli("intents", "withdraw", intent_id, "--by", "ana", "--reason", reason,
+                       "--ledger", url, env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs["intents withdraw"] = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        for extra in ([], ["--json"]):
+            proc = run_cli("intents", intent_id, *extra, "--ledger", url, env=env)
+            outputs[f"intents (withdrawn) {' '.join(extra)}"] = proc.stdout.decode()
     return outputs
 
 
@@ -455,7 +467,7 @@ def test_no_canary_reaches_sqlite_file_wal_cli_or_logs(
         hits.extend(c.hits(f"console {page.split('/')[1] or 'queue'}", text))
     verifiers = _verifier_module(tmp_path, c)
     cli_env = {**env, "PYTHONPATH": f"{tmp_path}:{_pythonpath()}"}
-    for command, text in cli_outputs(done, verifiers, cli_env).items():
+    for command, text in cli_outputs(done, verifiers, cli_env, c).items():
         hits.extend(c.hits(f"cli {command}", text))
     hits.extend(c.hits("sqlite file (after reconcile)", path.read_bytes()))
     hits.extend(c.hits("logs", "\n".join(_log_lines(caplog))))
@@ -490,7 +502,7 @@ def test_no_canary_reaches_a_postgres_dump_cli_or_logs(
             hits.extend(c.hits(f"pg table {table}", text))
         verifiers = _verifier_module(tmp_path, c)
         cli_env = {**env, "PYTHONPATH": f"{tmp_path}:{_pythonpath()}"}
-        for command, text in cli_outputs(done, verifiers, cli_env).items():
+        for command, text in cli_outputs(done, verifiers, cli_env, c).items():
             hits.extend(c.hits(f"cli {command}", text))
         hits.extend(c.hits("pg_dump (after reconcile)", pg_dump(dsn, schema)))
         hits.extend(c.hits("logs", "\n".join(_log_lines(caplog))))

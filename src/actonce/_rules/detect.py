@@ -125,6 +125,8 @@ def _labelled(m: re.Match[str]) -> str:
 
 
 def _userinfo(m: re.Match[str]) -> str:
+    if m.group("value") == "***":  # masked already (mask_url)
+        return m.group(0)
     return f"{m.group('user')}:{REDACTED}@{m.group('host')}"
 
 

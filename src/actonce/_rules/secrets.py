@@ -380,8 +380,8 @@ def scrub_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        if ":" in userinfo:
+        user, _, password = userinfo.partition(":")
+        if ":" in userinfo and password != "***":  # "***": masked already (mask_url)
             netloc = f"{user}:{REDACTED}@{host}"
         elif len(userinfo) >= 16:  # a lone long user name is a token (https://TOKEN@host)
             netloc = f"{REDACTED}@{host}"

@@ -24,6 +24,7 @@ CASES = [
     pytest.param("overhead.py", ["--rounds", "1", "--per-round", "3"], "ratio_vs_store", id="overhead"),
     pytest.param("reconcile.py", ["--rows", "2000", "--open", "20", "--repeat", "2"], None, id="reconcile"),
     pytest.param("operation.py", ["--rounds", "1", "--per-round", "2"], None, id="operation"),
+    pytest.param("scrub.py", ["--rounds", "1", "--per-round", "2"], "ratio_on_vs_off", id="scrub"),
     pytest.param("console.py", ["--rows", "400", "--open", "20", "--samples", "3"], None, id="console"),
     pytest.param("wire.py", ["--performs", "2", "--clicks", "2"], "guarded", id="wire", marks=pytest.mark.browser),
     pytest.param("browser.py", ["--rounds", "1", "--effects", "2"], None, id="browser", marks=pytest.mark.browser),

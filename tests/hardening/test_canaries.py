@@ -47,6 +47,7 @@ from actonce import (
 from actonce.testing import FrozenClock, observing
 from pgtest import drop_schema, postgres_dsn
 
+from ._gated import KEYS, Gated, cli_commands, console_pages, exercise_gated
 from ._kit import pg_dump, run_cli, with_schema
 
 
@@ -141,6 +142,8 @@ class Exercised:
     keys: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
     outcomes: set[str] = field(default_factory=set)
+    gated: Gated = field(default_factory=Gated)
+    pages: dict[str, str] = field(default_factory=dict)
 
 
 def _key(name: str) -> str:
@@ -177,7 +180,7 @@ def exercise(url: str, c: Canaries, scan_open: Callable[[], None]) -> Exercised:
             **kw,
         )
 
-    with Ledger.open(url, create=True, clock=clock, registry=registry) as ledger:
+    with Ledger.open(url, create=True, clock=clock, registry=registry, signing_keys=KEYS) as ledger:
         # completed, then skipped; perform details and the result reference carry canaries.
         made: list[int] = []
 
@@ -355,17 +358,27 @@ def exercise(url: str, c: Canaries, scan_open: Callable[[], None]) -> Exercised:
         out.answers.append(repr(item))
         queue.done(item)
         out.answers.append(repr(ledger.list(limit=1000)))
-        for key in out.keys:
+        # intents, approval packets, answers, free text, near-miss names (issue 20).
+        out.gated = exercise_gated(ledger, c)
+        out.answers.extend(out.gated.answers)
+        out.outcomes.add("gated")
+        for key in [*out.keys, *out.gated.keys]:
             out.answers.append(repr(ledger.events(key)))
+        out.pages = console_pages(ledger, out.gated, out.keys)
         scan_open()
     return out
 
 
-def cli_outputs(url: str, keys: list[str], verifiers: str, env: dict[str, str]) -> dict[str, str]:
-    """Every read command's output (text and ``--json``), then reconcile's, by command."""
+def cli_outputs(
+    done: Exercised, verifiers: str, env: dict[str, str], c: Canaries
+) -> dict[str, str]:
+    """Every read command's output (text and ``--json``), then reconcile's, by command;
+    then a write through the CLI (an intent withdrawn, its reason a canary) and its reads."""
+    url, keys = done.url, done.keys
     outputs: dict[str, str] = {}
     commands: list[list[str]] = [["status"], ["list", "--limit", "1000"]]
     commands += [["show", key] for key in keys]
+    commands += cli_commands(done.gated)
     for command in [*commands, ["reconcile", "--verifiers", verifiers]]:
         for extra in ([], ["--json"]):
             proc = run_cli(*command, *extra, "--ledger", url, env=env)
@@ -373,6 +386,15 @@ def cli_outputs(url: str, keys: list[str], verifiers: str, env: dict[str, str]) 
             assert proc.returncode in (0, 3), text[-2000:]  # 3: reconcile left effects open
             name = " ".join([command[0], *extra])
             outputs[name] = outputs.get(name, "") + text
+    for intent_id in done.gated.intents:
+        reason = f"user asked; session cookie {c(f'cli.withdraw.{intent_id}')}"
+        proc = run_cli("intents", "withdraw", intent_id, "--by", "ana", "--reason", reason,
+                       "--ledger", url, env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs["intents withdraw"] = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        for extra in ([], ["--json"]):
+            proc = run_cli("intents", intent_id, *extra, "--ledger", url, env=env)
+            outputs[f"intents (withdrawn) {' '.join(extra)}"] = proc.stdout.decode()
     return outputs
 
 
@@ -430,15 +452,22 @@ def test_no_canary_reaches_sqlite_file_wal_cli_or_logs(
         wal = Path(f"{path}-wal")
         assert wal.exists() and wal.stat().st_size > 0
         hits.extend(c.hits("sqlite WAL", wal.read_bytes()))
+        shm = Path(f"{path}-shm")
+        if shm.exists():
+            hits.extend(c.hits("sqlite shm", shm.read_bytes()))
         hits.extend(c.hits("sqlite file (open)", path.read_bytes()))
 
     done = exercise(str(path), c, scan_open)
     assert done.outcomes >= ALL_OUTCOMES, done.outcomes
     hits.extend(c.hits("sqlite file", path.read_bytes()))
+    for table, text in sqlite_tables(path).items():
+        hits.extend(c.hits(f"sqlite table {table}", text))
     hits.extend(c.hits("api answers", "\n".join(done.answers)))
+    for page, text in done.pages.items():
+        hits.extend(c.hits(f"console {page.split('/')[1] or 'queue'}", text))
     verifiers = _verifier_module(tmp_path, c)
     cli_env = {**env, "PYTHONPATH": f"{tmp_path}:{_pythonpath()}"}
-    for command, text in cli_outputs(str(path), done.keys, verifiers, cli_env).items():
+    for command, text in cli_outputs(done, verifiers, cli_env, c).items():
         hits.extend(c.hits(f"cli {command}", text))
     hits.extend(c.hits("sqlite file (after reconcile)", path.read_bytes()))
     hits.extend(c.hits("logs", "\n".join(_log_lines(caplog))))
@@ -467,15 +496,44 @@ def test_no_canary_reaches_a_postgres_dump_cli_or_logs(
         assert done.outcomes >= ALL_OUTCOMES, done.outcomes
         hits.extend(c.hits("pg_dump", pg_dump(dsn, schema)))
         hits.extend(c.hits("api answers", "\n".join(done.answers)))
+        for page, text in done.pages.items():
+            hits.extend(c.hits(f"console {page.split('/')[1] or 'queue'}", text))
+        for table, text in pg_tables(dsn, schema).items():
+            hits.extend(c.hits(f"pg table {table}", text))
         verifiers = _verifier_module(tmp_path, c)
         cli_env = {**env, "PYTHONPATH": f"{tmp_path}:{_pythonpath()}"}
-        for command, text in cli_outputs(url, done.keys, verifiers, cli_env).items():
+        for command, text in cli_outputs(done, verifiers, cli_env, c).items():
             hits.extend(c.hits(f"cli {command}", text))
         hits.extend(c.hits("pg_dump (after reconcile)", pg_dump(dsn, schema)))
         hits.extend(c.hits("logs", "\n".join(_log_lines(caplog))))
     finally:
         drop_schema(dsn, schema)
     assert not hits, _report(hits, c)
+
+
+def sqlite_tables(path: Path) -> dict[str, str]:
+    """Every row of every table of a SQLite ledger, by table."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {n: repr(conn.execute(f'SELECT * FROM "{n}"').fetchall()) for n in names}
+    finally:
+        conn.close()
+
+
+def pg_tables(dsn: str, schema: str) -> dict[str, str]:
+    """Every row of every table in ``schema``, by table (what pg_dump holds, named)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        names = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (schema,),
+            )
+        ]
+        return {n: repr(conn.execute(f'SELECT * FROM "{schema}"."{n}"').fetchall()) for n in names}
 
 
 def _log_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -45,6 +45,7 @@ from typing import Any
 from .errors import UsageError
 from .facts import Fact, Freshness, facts_from_json, facts_json, freshness, relied_on
 from .intents import IntentRef, money
+from .scrub import stored_form
 
 __all__ = [
     "CODE_ALPHABET",
@@ -221,6 +222,10 @@ class Packet:
             "note": self.note,
             "held_by": self.held_by,
         }
+
+    def stored(self) -> Packet:
+        """This packet as the ledger keeps it: its secrets scrubbed (:mod:`.scrub`)."""
+        return Packet.from_json(stored_form(self.as_json()))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Packet:

@@ -27,6 +27,7 @@ from typing import Any
 
 from .errors import UsageError
 from .keys import MAX_KEY_LENGTH, EffectKey, canonical_json, check_text, effect_key
+from .scrub import stored_form
 
 __all__ = [
     "MATERIAL",
@@ -185,6 +186,10 @@ class Intent:
             out[f.name] = value
         return out
 
+    def stored(self) -> Intent:
+        """This intent as the ledger keeps it: its secrets scrubbed (:mod:`.scrub`)."""
+        return Intent.from_json(stored_form(self.as_json()))
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Intent:
         """An intent from :meth:`as_json`'s shape."""
@@ -233,7 +238,8 @@ def revise(intent: Intent, **changes: Any) -> Revision:
     if unknown:
         raise UsageError(f"an intent has no field(s) {', '.join(sorted(unknown))}")
     candidate = replace(intent, **changes)
-    before, after = intent.as_json(), candidate.as_json()
+    # Compared as stored: a secret given again is the same [redacted] (see .scrub).
+    before, after = stored_form(intent.as_json()), stored_form(candidate.as_json())
     changed = tuple(sorted(name for name in changes if before[name] != after[name]))
     material = any(name in intent.material for name in changed)
     if material:

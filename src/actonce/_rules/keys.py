@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .detect import scrub_values
 from .errors import InvalidKey, UsageError
 from .secrets import FingerprintKey, Redaction, is_secret_name, redact, scrub_url
 
@@ -247,6 +248,11 @@ def effect_key(
             raise InvalidKey(
                 f"key field {name!r} holds a URL with credentials or a token; "
                 "a key's fields are stored in clear (leave the secret out of the key)"
+            )
+        if isinstance(value, str) and scrub_values(value) != value:
+            raise InvalidKey(
+                f"key field {name!r} holds what looks like a secret (a card number, a "
+                "cookie, a code after a secret word); a key's fields are stored in clear"
             )
     scope = canonical_json(fields)
     return EffectKey(hashlib.sha256(scope.encode()).hexdigest(), scope)

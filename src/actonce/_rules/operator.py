@@ -279,7 +279,8 @@ class RunSummary:
             "run_id": self.run_id,
             "operator": self.operator,
             "owner": self.owner,
-            "token": self.token,
+            # "fence", not "token": a value named like a secret is scrubbed at rest.
+            "fence": self.token,
             "status": self.status.value,
             "started_at": self.started_at,
             "ended_at": self.ended_at,
@@ -299,7 +300,7 @@ class RunSummary:
             run_id=str(data["run_id"]),
             operator=str(data["operator"]),
             owner=str(data["owner"]),
-            token=int(data["token"]),
+            token=int(data["fence"] if "fence" in data else data["token"]),
             status=RunStatus(data["status"]),
             started_at=float(data["started_at"]),
             ended_at=float(data["ended_at"]),

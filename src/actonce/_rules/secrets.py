@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from .detect import scrub_values
 from .errors import UsageError
 
 __all__ = [
@@ -98,6 +99,14 @@ SECRET_WORDS = frozenset(
         "credentials",
         "signature",
         "ssn",
+        "passcode",
+        "passcodes",
+        "iban",
+        "ccv",
+        "cvv2",
+        "cvc2",
+        "creditcard",
+        "debitcard",
     }
 )
 #: Two neighbouring words that make a name secret.
@@ -116,6 +125,13 @@ SECRET_PAIRS = frozenset(
         ("verification", "code"),
         ("reply", "code"),
         ("one", "time"),
+        ("credit", "card"),
+        ("debit", "card"),
+        ("cc", "number"),
+        ("cc", "num"),
+        ("card", "code"),
+        ("sort", "code"),
+        ("social", "security"),
     }
 )
 #: Words so unmistakable that a name holding them anywhere is secret, even run
@@ -138,7 +154,12 @@ SECRET_INFIXES = (
     "cardnumber",
     "sessionid",
     "privatekey",
+    "passcode",
+    "creditcard",
 )
+#: Words that make a name secret as its last word after another (``user_pass``,
+#: ``dbPass``), not alone or first (``pass_count`` and ``passenger`` are not).
+_SECRET_LAST = frozenset({"pass", "pw"})
 #: Whole names that are secret though no word is (a card object, a bare "pass").
 _SECRET_WHOLE = frozenset({"card", "pass", "key_material"})
 
@@ -172,6 +193,8 @@ def _is_secret_name(name: str) -> bool:
     if any(x in SECRET_WORDS for x in w):
         return True
     if any(pair in SECRET_PAIRS for pair in itertools.pairwise(w)):
+        return True
+    if len(w) > 1 and w[-1] in _SECRET_LAST:
         return True
     return any(infix in joined for infix in SECRET_INFIXES)
 
@@ -312,7 +335,7 @@ def _redact(
             return [value[0], _secret(value[1], key, found)]
         return [_redact(v, key, declared, path, found) for v in value]
     if isinstance(value, str):
-        return scrub_url(value) if "://" in value else value
+        return scrub_text(value)
     return value
 
 
@@ -337,6 +360,9 @@ _TUPLE = re.compile(
 )
 
 
+_MARK = quote(REDACTED)
+
+
 def scrub_url(url: str) -> str:
     """``url`` without a password in its userinfo and without secret query values.
 
@@ -345,6 +371,8 @@ def scrub_url(url: str) -> str:
     """
     if not isinstance(url, str):
         raise UsageError(f"a URL is a string, not {type(url).__name__}")
+    if REDACTED in url:  # scrubbed before: "[…]" would read as an IPv6 host
+        return scrub_url(url.replace(REDACTED, _MARK)).replace(_MARK, REDACTED)
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -352,8 +380,8 @@ def scrub_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        if ":" in userinfo:
+        user, _, password = userinfo.partition(":")
+        if ":" in userinfo and password != "***":  # "***": masked already (mask_url)
             netloc = f"{user}:{REDACTED}@{host}"
         elif len(userinfo) >= 16:  # a lone long user name is a token (https://TOKEN@host)
             netloc = f"{REDACTED}@{host}"
@@ -391,6 +419,7 @@ def scrub_text(text: str, known: Iterable[str] = ()) -> str:
     for value in known:
         if len(value) >= 4 and value in text:
             text = text.replace(value, REDACTED)
+    text = scrub_values(text)  # cards, CVVs, cookies, secrets after secret words
     if _SUSPECT.search(text) is None:  # one pass for the common, harmless text
         return text
     if "://" in text:

@@ -229,9 +229,11 @@ def put_intent(intent: Intent, run_id: str) -> Gen[Intent]:
         raise UsageError("a new intent starts at version 1; change one with revise()")
     tick: Tick = yield NOW
     row: IntentRow = yield IntentCreate(intent, tick.now, run_id)
-    if row.intent.version == 1 and row.intent.as_json() == intent.as_json():
+    # Compared as stored: the ledger keeps the intent scrubbed (see _rules/scrub).
+    given = intent.stored().as_json()
+    if row.intent.version == 1 and row.intent.as_json() == given:
         return row.intent
-    if row.intent.as_json() == {**intent.as_json(), "version": row.intent.version}:
+    if row.intent.as_json() == {**given, "version": row.intent.version}:
         return row.intent
     raise UsageError(
         f"intent {intent.intent_id!r} exists (now {row.intent.ref}) with other fields: "
@@ -274,7 +276,7 @@ def revise_intent(intent_id: str, changes: Mapping[str, Any], run_id: str) -> Ge
             touched: bool = yield IntentTouch(rev.new, rev.changed, tick.now, run_id)
             if not touched:
                 raise UsageError(f"{current.ref} was revised meanwhile; look again")
-        return IntentRevision(rev.new, False, rev.changed)
+        return IntentRevision(rev.new.stored(), False, rev.changed)
     tick = yield NOW
     done: RevisionResult = yield IntentRevise(current.ref, rev.new, rev.changed, tick.now, run_id)
     if not done.applied:
@@ -349,6 +351,8 @@ def request(
         created_at=tick.now,
         expires_at=tick.now + ttl,
     )
+    # The packet as the ledger keeps it (scrubbed): the same one returned and shown.
+    packet = packet.stored()
     code = ap.new_code()
     yield PacketPut(packet, ap.code_digest(keys, packet.user, code), run_id)
     return ApprovalRequest(packet, ap.sign_link(keys, packet), code)

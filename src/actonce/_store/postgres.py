@@ -43,6 +43,7 @@ from . import (
 )
 from . import postgres_ops as ops
 from .base import Expect
+from .pg_scrubbing import AsyncScrubbingCursor, ScrubbingCursor
 from .postgres_schema import open_schema, parse_url, target_of
 from .records import ClaimResult
 
@@ -210,7 +211,8 @@ class PostgresStore:
             self._target.conninfo,
             min_size=self._target.min_size,
             max_size=self._target.max_size,
-            kwargs={"autocommit": True},
+            # Every value bound into any table is scrubbed there (see pg_scrubbing).
+            kwargs={"autocommit": True, "cursor_factory": ScrubbingCursor},
             timeout=timeout,
             name="actonce",
             open=True,
@@ -405,7 +407,7 @@ class AsyncPostgresStore:
                     self._target.conninfo,
                     min_size=self._target.min_size,
                     max_size=self._target.max_size,
-                    kwargs={"autocommit": True},
+                    kwargs={"autocommit": True, "cursor_factory": AsyncScrubbingCursor},
                     timeout=self._timeout,
                     name="actonce-async",
                     open=False,

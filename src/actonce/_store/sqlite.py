@@ -60,6 +60,7 @@ from .rows import (
     record_from_row,
     record_params,
 )
+from .scrubbing import ScrubbingConnection
 from .stmts import Work, run_sqlite
 
 __all__ = ["SQLiteStore"]
@@ -167,12 +168,14 @@ class SQLiteStore:
                 uri = "file:" + _quote(os.path.abspath(path)) + "?mode=ro"
                 self._conn = sqlite3.connect(
                     uri, uri=True, timeout=busy_timeout, isolation_level=None,
-                    check_same_thread=False,
+                    check_same_thread=False, factory=ScrubbingConnection,
                 )  # fmt: skip
             else:
+                # Every value bound into any table is scrubbed there (see scrubbing).
                 self._conn = sqlite3.connect(
-                    path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-                )
+                    path, timeout=busy_timeout, isolation_level=None,
+                    check_same_thread=False, factory=ScrubbingConnection,
+                )  # fmt: skip
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             if not readonly:
                 self._conn.execute("PRAGMA journal_mode = WAL")

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from actonce import EffectRecord, Event, Hold, IntentRow, Packet, scrub_text
+from actonce import EffectRecord, Event, Hold, IntentRow, Packet, is_secret_name, scrub_text
 
 __all__ = [
     "event_json",
@@ -103,8 +103,26 @@ def event_json(e: Event) -> dict[str, Any]:
 
 
 def print_json(value: Any) -> None:
-    """One JSON document on one line."""
-    print(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+    """One JSON document on one line, scrubbed again (a ledger written before the
+    store scrubbed every table may hold secrets in clear)."""
+    print(json.dumps(shown(value), sort_keys=True, ensure_ascii=False, default=str))
+
+
+def shown(value: Any) -> Any:
+    """A JSON value fit to print: secret-named fields ``[redacted]``, strings scrubbed."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {k: "[redacted]" if _hidden(k, v) else shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown(v) for v in value]
+    return value
+
+
+def _hidden(name: Any, value: Any) -> bool:
+    kept = value is None or isinstance(value, bool) or value in ("", "[redacted]")
+    marker = isinstance(value, dict) and set(value) == {"$secret"}
+    return isinstance(name, str) and is_secret_name(name) and not (kept or marker)
 
 
 def money(amount: Any, currency: str | None) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from actonce import __version__
+from actonce import Absent, Effect, Ledger, __version__, effect_key
 from actonce.cli import main
 
 
@@ -35,3 +35,17 @@ def test_approvals_on_a_ledger_without_any_says_so(
     capsys.readouterr()
     assert main(["approvals", "--ledger", ledger, *extra]) == 0
     assert capsys.readouterr().out == says
+
+
+def test_list_prints_its_table_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "ledger.db")
+    with Ledger.open(path, create=True) as ledger:
+        key = effect_key(tenant="t", actor="a", kind="invoice", object="o-1", operation="create")
+        ledger.run(Effect(key, "invoice", {"n": 1}, lambda: None, lambda: Absent()))
+    capsys.readouterr()
+    assert main(["list", "--ledger", path]) == 0
+    head, row = capsys.readouterr().out.splitlines()[:2]
+    assert head.split() == ["key", "kind", "status", "attempt", "updated", "result", "reason"]
+    assert row.split()[1:4] == ["invoice", "unknown", "1"]  # performed, its result not seen

@@ -76,6 +76,8 @@ PROCESSES = tuple(
         "approvals/test_secrets",
         "budgets/test_cli_budgets",
         "budgets/test_overspend",
+        "operator/test_operator_cli",
+        "operator/test_operator_processes",
     )
 )
 MEMORY_ONLY = ("-k", "not sqlite and not postgres")
@@ -86,7 +88,16 @@ AREAS = {
         Area(
             "_rules",
             ("src/actonce/_rules/*.py",),
-            ("tests/unit", "tests/conformance", *MEMORY_ONLY),
+            (
+                "tests/unit",
+                "tests/conformance",
+                # the rules of approvals, budgets and the operator's summary are stated there
+                "tests/approvals",
+                "tests/budgets",
+                "tests/operator",
+                *PROCESSES,
+                *MEMORY_ONLY,
+            ),
             skip=SECRETS,
         ),
         Area(
@@ -109,6 +120,7 @@ AREAS = {
                 "tests/conformance",
                 "tests/approvals",
                 "tests/budgets",
+                "tests/operator",
                 *PROCESSES,
                 *MEMORY_ONLY,
             ),

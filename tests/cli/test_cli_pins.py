@@ -1,0 +1,51 @@
+"""Pins for the CLI's mutants that its tests let through (issue 23, item 2), in process.
+
+``python tests/mutants/areas.py --area cli --sample 20 --seed 1`` (the AST
+mutator: the CLI's other tests run ``python -m actonce``) showed these
+unstated: ``--version``, and what ``approvals`` prints when there is none.
+In process (``main([...])``), so they are fast and mutmut sees them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actonce import Absent, Effect, Ledger, __version__, effect_key
+from actonce.cli import main
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"actonce {__version__}\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [([], "no approvals\n"), (["--pending"], "no approvals waiting for an answer\n")],
+)
+def test_approvals_on_a_ledger_without_any_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], says: str
+) -> None:
+    ledger = str(tmp_path / "ledger.db")
+    assert main(["init", "--ledger", ledger]) == 0
+    capsys.readouterr()
+    assert main(["approvals", "--ledger", ledger, *extra]) == 0
+    assert capsys.readouterr().out == says
+
+
+def test_list_prints_its_table_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "ledger.db")
+    with Ledger.open(path, create=True) as ledger:
+        key = effect_key(tenant="t", actor="a", kind="invoice", object="o-1", operation="create")
+        ledger.run(Effect(key, "invoice", {"n": 1}, lambda: None, lambda: Absent()))
+    capsys.readouterr()
+    assert main(["list", "--ledger", path]) == 0
+    head, row = capsys.readouterr().out.splitlines()[:2]
+    assert head.split() == ["key", "kind", "status", "attempt", "updated", "result", "reason"]
+    assert row.split()[1:4] == ["invoice", "unknown", "1"]  # performed, its result not seen

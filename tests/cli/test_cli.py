@@ -146,6 +146,27 @@ def test_newer_schema_is_a_clear_error(ledger_path: str) -> None:
     assert "schema version 999" in proc.stderr and "upgrade actonce" in proc.stderr
 
 
+def test_reconcile_exits_3_when_a_verifier_raised(ledger_path: str, tmp_path: Path) -> None:
+    (tmp_path / "raising_verifiers.py").write_text(
+        "from actonce import Policy, registry\n"
+        "@registry.verifier('invoice', policy=Policy(lease_seconds=1))\n"
+        "def exists(record):\n"
+        "    raise RuntimeError('the provider lookup crashed')\n"
+    )
+    os = __import__("os")
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    proc = actonce(
+        "reconcile", "--ledger", ledger_path, "--verifiers", "raising_verifiers", "--json", env=env
+    )
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["checked"] == 1 and summary["results"]["confirmed"] == 0
+    assert proc.returncode == 3, (
+        f"reconcile exited {proc.returncode} after a verifier raised: {summary}"
+    )
+    assert "Traceback" not in proc.stderr
+
+
 def test_reconcile_uses_registered_verifiers(ledger_path: str, tmp_path: Path) -> None:
     # A verifier module that says every invoice exists.
     (tmp_path / "my_verifiers.py").write_text(

@@ -525,4 +525,70 @@ PLANTS: tuple[Plant, ...] = (
         ),
         expect="DID NOT RAISE",
     ),
+    Plant(
+        name="console-autoescape-off",
+        bug="the console renders its pages without autoescaping: a payload holding <script> "
+        "runs on the effect page",
+        path="src/actonce/console/*.py",
+        old="    autoescape=True,\n",
+        new="    autoescape=False,\n",
+        tests=(
+            "tests/console/test_operations_pages.py::"
+            "test_a_payload_holding_a_script_is_escaped_on_the_effect_page",
+        ),
+        expect="test_a_payload_holding_a_script_is_escaped_on_the_effect_page",
+    ),
+    Plant(
+        name="console-payload-marked-safe",
+        bug="the effect page marks the payload safe (not escaped)",
+        path="src/actonce/console/templates/effect.html",
+        old='<pre data-testid="payload">{{ payload }}</pre>',
+        new='<pre data-testid="payload">{{ payload|safe }}</pre>',
+        tests=(
+            "tests/console/test_operations_pages.py::"
+            "test_a_payload_holding_a_script_is_escaped_on_the_effect_page",
+        ),
+        expect="test_a_payload_holding_a_script_is_escaped_on_the_effect_page",
+    ),
+    Plant(
+        name="reconcile-exit-ignores-unresolved",
+        bug="actonce reconcile exits 0 when effects are left unresolved (a verifier raised)",
+        path="src/actonce/cli/*.py",
+        old="    return EXIT_OPEN if unresolved or report.no_verifier or report.errors else EXIT_OK\n",
+        new="    return EXIT_OPEN if report.no_verifier or report.errors else EXIT_OK\n",
+        tests=("tests/cli/test_cli.py::test_reconcile_exits_3_when_a_verifier_raised",),
+        expect="reconcile exited 0 after a verifier raised",
+    ),
+    Plant(
+        name="chaos-ok-ignores-unmarked",
+        bug="a chaos report with a perform the ledger never marked is ok",
+        path="src/actonce/chaos/*.py",
+        old="            or self.unmarked\n",
+        new="",
+        tests=(
+            "tests/unit/test_issue23_pins.py::test_a_chaos_report_with_an_unmarked_perform_is_not_ok",
+        ),
+        expect="a chaos report with a perform the ledger never marked was ok",
+        cheap=True,
+    ),
+    Plant(
+        name="hard-stop-classified-before-its-status",
+        bug="the operator classifies every hard stop as stopped, one after the executing mark "
+        "too (it may have happened: ambiguous)",
+        path="src/actonce/_rules/*.py",
+        old="    if out is Outcome.NEEDS_REVIEW or result.status in AMBIGUOUS_STATUSES:\n"
+        "        return ItemClass.AMBIGUOUS, None\n"
+        "    if out is Outcome.HARD_STOP:\n"
+        "        return ItemClass.STOPPED, None\n",
+        new="    if out is Outcome.HARD_STOP:\n"
+        "        return ItemClass.STOPPED, None\n"
+        "    if out is Outcome.NEEDS_REVIEW or result.status in AMBIGUOUS_STATUSES:\n"
+        "        return ItemClass.AMBIGUOUS, None\n",
+        tests=(
+            "tests/unit/test_issue23_pins.py::"
+            "test_a_hard_stop_after_the_executing_mark_is_classified_ambiguous",
+        ),
+        expect="a hard stop after the mark",
+        cheap=True,
+    ),
 )

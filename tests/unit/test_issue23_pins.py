@@ -32,10 +32,12 @@ from actonce import (
 from actonce._rules.decision import Observation, observe
 from actonce._rules.model import Absent, EffectRecord, Policy, Status
 from actonce._rules.operations import Next, OperationState, Role, StepState, assess
+from actonce._rules.operator import ItemClass, classify
 from actonce._rules.receipts import StepView, build_receipt
 from actonce._rules.secrets import REDACTED, scrub_text
 from actonce._run import points
 from actonce._run.reconcile import triage
+from actonce.chaos._report import ChaosReport
 from actonce.console._guard import safe_next
 from actonce.console._sessions import MAX_SECONDS, Sessions
 from actonce.testing import FrozenClock
@@ -344,3 +346,30 @@ def test_a_receipt_copies_only_the_allowlisted_fields_of_an_intent_and_its_appro
     )
     assert canary not in receipt.text
     assert receipt.data["intent"]["provider"] == "Lakeside"  # the allowlisted ones are copied
+
+
+def _chaos_report(**found: int) -> ChaosReport:
+    return ChaosReport(
+        backend="sqlite", workers=2, schedules=1, intents=10, seed=1, duplicates=0, lost=0,
+        unresolved=0, inconsistent=0, crash_points_hit={}, kills=0, random_kills=0, zombies=0,
+        pauses=0, worker_errors=0, statuses={"confirmed": 10}, rounds=1, accepted=10, wall_s=1.0,
+        **found,
+    )  # fmt: skip
+
+
+def test_a_chaos_report_with_an_unmarked_perform_is_not_ok() -> None:
+    assert _chaos_report().ok  # the control: nothing found
+    assert not _chaos_report(unmarked=1).ok, (
+        "a chaos report with a perform the ledger never marked was ok"
+    )
+
+
+def test_a_hard_stop_after_the_executing_mark_is_classified_ambiguous() -> None:
+    # The stop came after the mark: the effect may have happened. Before it, nothing did.
+    for status in (Status.EXECUTING, Status.UNKNOWN):
+        after = RunResult(Outcome.HARD_STOP, "k", status, None, "hard stop: a CAPTCHA", 1)
+        assert classify(after) == (ItemClass.AMBIGUOUS, None), (
+            f"a hard stop after the mark ({status}) was classified {classify(after)[0]}"
+        )
+    before = RunResult(Outcome.HARD_STOP, "k", Status.FAILED, None, "hard stop: a CAPTCHA", 1)
+    assert classify(before) == (ItemClass.STOPPED, None)

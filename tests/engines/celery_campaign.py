@@ -11,11 +11,17 @@ parent queues one ``place_order`` task per intent, then:
   perform, after the record ...). The worker's main process sees the pool
   process die and, with ``task_reject_on_worker_lost``, requeues the task at
   once;
-- **random kills**: at random counts of the crash-point passes the workers
-  report (observed progress, never sleeps), the parent ``SIGKILL``s either
-  the pool process that reported it or its whole worker (main process and
-  pool: a machine lost). A lost worker's unacked task is redelivered by the
-  other one after the visibility timeout; the lost slot is started again.
+- **random kills**: at seeded counts of the crash-point passes (counted in
+  Redis by the workers: observed progress, never sleeps), the worker whose
+  pass it is ``SIGKILL``s either its own pool process or its whole worker
+  (main process and pool: a machine lost mid-task), at that pass. A lost
+  worker's unacked task is redelivered by the other one after the visibility
+  timeout; the parent starts the lost slot again. The kill is the worker's
+  own, not the parent's: a parent that kills when it has read the pass
+  kills late on a loaded machine, and may then strike the worker's main
+  process in the instant it takes its next message from Redis, a message
+  kombu's Redis transport has popped and not yet recorded unacknowledged,
+  which nothing brings back (docs/engines.md, "A message in hand").
 
 It ends when every intent's task has ended for good, then reconciles the
 ledger and judges by the target's own table: at most one order per intent
@@ -121,8 +127,8 @@ class Settings:
     task: str = "celery_orders.place_order"  # or celery_worker.place_order_naive
 
 
-def plan(settings: Settings) -> tuple[list[str], dict[str, list[str]], list[int]]:
-    """The intents, the crash points per ref, the pass counts of the random kills."""
+def plan(settings: Settings) -> tuple[list[str], dict[str, list[str]], dict[int, str]]:
+    """The intents, the crash points per ref, the random kills (pass count -> what)."""
     rng = random.Random(settings.seed)
     refs = [f"ORDER-{settings.seed}-{i:04d}" for i in range(settings.intents)]
     points = {
@@ -135,7 +141,7 @@ def plan(settings: Settings) -> tuple[list[str], dict[str, list[str]], list[int]
         points = {ref: ["after_perform"] for ref in points}
         passes = settings.intents
     at = sorted(rng.sample(range(5, max(passes, 6 + settings.random_kills)), settings.random_kills))
-    return refs, points, at
+    return refs, points, {n: rng.choice(("pool", "worker")) for n in at}
 
 
 class Workers:
@@ -161,23 +167,14 @@ class Workers:
                 start_new_session=True,  # its own group: a machine lost is one killpg
             )  # fmt: skip
 
-    def slot_of(self, pid: int) -> int | None:
-        """The slot whose worker ``pid`` is (its main process or its pool process)."""
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return None
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
+    def restart(self, main_pid: int) -> None:
+        """Start again the slot whose worker (main process ``main_pid``) killed itself whole."""
         for slot, proc in enumerate(self.slots):
-            if proc.pid in (pid, parent):
-                return slot
-        return None
-
-    def kill_worker(self, slot: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.slots[slot].pid, signal.SIGKILL)
-        self.slots[slot].wait(30)
-        self.slots[slot] = self._start(slot)
+            if proc.pid == main_pid:
+                with contextlib.suppress(ProcessLookupError):  # it is dying already
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+                self.slots[slot] = self._start(slot)
 
     def stop(self) -> None:
         for proc in self.slots:
@@ -214,9 +211,9 @@ def run(
 
     ``points`` replaces the plan's crash points (ref -> points of its deliveries).
     """
-    refs, planned, kill_at = plan(settings)
+    refs, planned, kills = plan(settings)
     points = planned if points is None else points
-    (folder / "plan.json").write_text(json.dumps(points))
+    (folder / "plan.json").write_text(json.dumps({"points": points, "kills": kills}))
     report = Report(intents=len(refs))
     started = time.monotonic()
     with redis_server(folder) as broker, target(folder) as orders:
@@ -238,7 +235,7 @@ def run(
             client = Celery("orders-client", broker=broker)
             for ref in refs:
                 client.send_task(settings.task, args=[ref, "120.00"])
-            _watch(events, workers, refs, kill_at, report, started + settings.deadline)
+            _watch(events, workers, refs, report, started + settings.deadline)
         finally:
             workers.stop()
         _count_messages(events, refs, report)
@@ -248,28 +245,18 @@ def run(
 
 
 def _watch(
-    events: redis.Redis,
-    workers: Workers,
-    refs: list[str],
-    kill_at: list[int],
-    report: Report,
-    deadline: float,
+    events: redis.Redis, workers: Workers, refs: list[str], report: Report, deadline: float
 ) -> None:
-    """Read the workers' events until every task ended for good; kill as planned."""
+    """Read the workers' events until every task ended for good; restart lost workers."""
     ended: dict[str, str] = {}
-    passes = 0
-    pending_kills = list(kill_at)
-    rng = random.Random(len(refs) * 7919 + len(kill_at))
     while len(ended) < len(refs):
         left = deadline - time.monotonic()
         if left <= 0:
             missing = sorted(set(refs) - set(ended))
             traces = {ref: report.trace.get(ref) for ref in missing[:5]}
-            lock = events.pttl("unacked_mutex")  # kombu's restore lock, held by a dead worker?
             raise AssertionError(
                 f"campaign deadline: {len(missing)} tasks never ended: {traces}; "
-                f"restore lock ttl {lock} ms; "
-                f"so far {report.to_json()}"
+                f"broker: {_broker_state(events, missing)}; so far {report.to_json()}"
             )
         got = events.blpop(["engines:events"], timeout=max(1, min(5, int(left))))
         if got is None:
@@ -278,18 +265,45 @@ def _watch(
         kind = event["kind"]
         _note(report, event)
         if kind == "pass":
-            passes += 1
             if event["fatal"]:
                 report.point_kills[event["point"]] += 1
-            elif pending_kills and passes >= pending_kills[0]:
-                pending_kills.pop(0)
-                _random_kill(workers, event, rng, report)
+            elif event["kill"] == "pool":
+                report.child_kills += 1
+            elif event["kill"] == "worker":
+                report.worker_kills += 1
+                workers.restart(int(event["worker"]))
         elif kind == "end" and event["state"] == "SUCCESS":
             ended[event["ref"]] = event["outcome"]
             report.outcomes[str(event["outcome"])] += 1
         elif kind == "end" and event["state"] not in ("RETRY",):
             ended[event["ref"]] = f"task {event['state']}"
             report.outcomes[f"task {event['state']}"] += 1
+
+
+def _broker_state(events: redis.Redis, refs: list[str]) -> dict[str, Any]:
+    """Where the missing refs' messages are: queued, unacknowledged (since when), or nowhere."""
+    now = time.time()
+    where: dict[str, list[str]] = {ref: [] for ref in refs}
+
+    def place(raw: bytes, at: str) -> None:
+        body = raw.decode(errors="replace")
+        for ref in refs:
+            if ref in body:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    message = json.loads(body)
+                    headers = (message[0] if isinstance(message, list) else message)["headers"]
+                    at += f" retries={headers.get('retries')} eta={headers.get('eta')}"
+                where[ref].append(at)
+
+    for raw in events.lrange("celery", 0, -1):
+        place(raw, "queued")
+    ages = {
+        tag: now - score for tag, score in events.zrange("unacked_index", 0, -1, withscores=True)
+    }
+    for tag, raw in events.hgetall("unacked").items():
+        age = ages.get(tag)
+        place(raw, f"unacked {'unindexed' if age is None else f'{age:.0f}s'}")
+    return {"where": where, "restore_lock_ttl_ms": events.pttl("unacked_mutex")}
 
 
 def _note(report: Report, event: dict[str, Any]) -> None:
@@ -302,31 +316,15 @@ def _note(report: Report, event: dict[str, Any]) -> None:
         report.redelivered_flags += bool(event["redelivered"])
         line = f"start #{event['delivery']} retries={event['retries']}{flag} pid={event['pid']}"
     elif kind == "pass":
-        if not event["fatal"]:
+        if event["fatal"]:
+            line = f"killed at {event['point']}"
+        elif event["kill"] is not None:
+            line = f"{'pool process' if event['kill'] == 'pool' else 'worker'} killed at {event['point']}"
+        else:
             return
-        line = f"killed at {event['point']}"
     else:
         line = f"end {event['state']} {event['outcome']}"
     report.trace.setdefault(ref, []).append(line)
-
-
-def _random_kill(
-    workers: Workers, event: dict[str, Any], rng: random.Random, report: Report
-) -> None:
-    pid = int(event["pid"])
-    slot = workers.slot_of(pid)
-    if slot is None:
-        return  # that process is gone already
-    ref = event.get("ref")
-    if rng.random() < 0.5:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-            report.child_kills += 1
-            report.trace.setdefault(ref, []).append(f"pool process killed after {event['point']}")
-    else:
-        workers.kill_worker(slot)
-        report.worker_kills += 1
-        report.trace.setdefault(ref, []).append(f"worker killed after {event['point']}")
 
 
 def _count_messages(events: redis.Redis, refs: list[str], report: Report) -> None:

@@ -8,8 +8,12 @@
   the sweep's lock held 5 s at most), so that a dead worker's task comes
   back within seconds, not an hour;
 - arms the crash points of the plan (``ENGINES_PLAN``, a JSON file
-  ``{ref: [point, ...]}``): the n-th delivery of a ref's task ``SIGKILL``s its
-  pool process at the n-th point of its list (``actonce.testing.arm``);
+  ``{"points": {ref: [point, ...]}, "kills": {n: "pool" | "worker"}}``): the
+  n-th delivery of a ref's task ``SIGKILL``s its pool process at the n-th
+  point of its list (``actonce.testing.arm``); the n-th crash-point pass of
+  the campaign (counted in Redis, all workers together) ``SIGKILL``s the pool
+  process that passes it, or its whole worker (``killpg``: a machine lost
+  mid-task), there and then;
 - offers ``place_order_naive``: the same order placed without the ledger, so
   that a campaign can show what the kills do without actonce;
 - records, in the test's own Redis: every delivery of a message
@@ -53,7 +57,9 @@ app.conf.broker_transport_options = {
     "unacked_mutex_expire": 5,
 }
 with open(os.environ["ENGINES_PLAN"], encoding="utf-8") as fh:
-    _PLAN: dict[str, list[str]] = json.load(fh)
+    _plan = json.load(fh)
+_PLAN: dict[str, list[str]] = _plan["points"]
+_KILLS: dict[int, str] = {int(n): kind for n, kind in _plan["kills"].items()}
 
 EVENTS = "engines:events"
 _clients: dict[int, redis.Redis] = {}
@@ -94,7 +100,17 @@ def _start(task: Any, args: Any, **_: Any) -> None:
 
 
 def _pass(point: str) -> None:
-    _event("pass", ref=_now["ref"], point=point, fatal=point == _now["armed"])
+    fatal = point == _now["armed"]
+    n = int(_redis().incr("engines:passes"))
+    kill = None if fatal else _KILLS.get(n)
+    # The worker's main process is our parent (prefork): the campaign's slot.
+    _event("pass", ref=_now["ref"], point=point, fatal=fatal, kill=kill, worker=os.getppid())
+    if kill == "pool":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif kill == "worker":
+        # The whole worker, main process and pool, while this task runs: never in
+        # the instant its main process takes a message from Redis (docs/engines.md).
+        os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
 @task_postrun.connect

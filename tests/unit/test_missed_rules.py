@@ -280,17 +280,39 @@ BEATING = Policy(
 
 
 class Watched(SQLiteStore):
-    """A SQLite store that says when a lease extension found the row no longer the owner's."""
+    """A SQLite store that counts the heartbeat's lease extensions, says when one found the
+    row no longer the owner's, and can hold them back (``admit``, cleared) while a test
+    moves the clock: the heartbeat runs on real time, the test's clock is frozen, so a
+    test synchronizes on the beats themselves, never on a time."""
 
     def __init__(self, path: str) -> None:
         super().__init__(path, create=True)
         self.refused = threading.Event()
-        self.extended = threading.Event()
+        self.admit = threading.Event()
+        self.admit.set()
+        self._beats = threading.Condition()
+        self._done = 0  # extensions finished
 
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool:
+        self.admit.wait()
         ok = super().extend(key, expect, lease_expires_at)
-        (self.extended if ok else self.refused).set()
+        with self._beats:
+            self._done += 1
+            self._beats.notify_all()
+        if not ok:
+            self.refused.set()
         return ok
+
+    def beat_after_now(self, timeout: float = 30.0) -> bool:
+        """Wait for an extension whose lease was computed after this call began.
+
+        One heartbeat extends one lease after the other, each from a clock read just
+        before its call: the extension under way now may carry a lease read before,
+        the one after it cannot.
+        """
+        with self._beats:
+            wanted = self._done + 2
+            return self._beats.wait_for(lambda: self._done >= wanted, timeout)
 
 
 def beating(world: World, ref: str, driver: str, perform: Callable[[], None]) -> Effect:
@@ -316,7 +338,9 @@ def test_the_owner_extends_its_own_lease_while_it_performs(
 
     def half_a_lease() -> None:
         clock.advance(BEATING.lease_seconds / 2)
-        assert store.extended.wait(timeout=30), "the heartbeat never extended the lease"
+        # A beat may have extended the lease before the clock moved: wait for one that
+        # read the clock after it did (real time, on the heartbeat's own progress).
+        assert store.beat_after_now(), "the heartbeat never extended the lease"
         record = store.get(f"missed:{ref}")
         assert record is not None and record.status is Status.EXECUTING
         leases.append(record.lease_expires_at - clock.now())
@@ -345,8 +369,12 @@ def test_an_owner_whose_heartbeat_finds_its_row_failed_raises_the_alarm(
     reports: list[Any] = []
 
     def fail_it_meanwhile() -> None:
+        # No extension lands while the clock moves past the lease and reconcile looks (a
+        # beat that read the moved clock first would make the lease live again).
+        store.admit.clear()
         clock.advance(BEATING.lease_seconds + BEATING.settle_seconds + 1)
         reports.append(Ledger(store, clock=clock, registry=reg).reconcile())  # absent: failed
+        store.admit.set()
         # The request is in flight: the next beat of the owner's heartbeat finds the row
         # failed. Wait for that beat (a real-time thread or task), not for a time.
         assert store.refused.wait(timeout=30), "the heartbeat never beat"

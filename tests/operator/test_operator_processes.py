@@ -116,7 +116,7 @@ def test_two_operators_on_one_lease_one_runs_one_skips(where: dict[str, Any]) ->
         skipped = losers[0]
         assert skipped["status"] == "locked_skip"
         assert skipped["held_by"] == f"proc-{winner.pid}"
-        assert skipped["items"] == [] and skipped["fence"] == 0
+        assert skipped["items"] == [] and skipped["fence"] == 0  # the lease token, as stored
         send(winner)  # now let it go on
         while "summary" not in (out := line(winner)):
             assert "planned" in out

@@ -58,7 +58,7 @@ _LABEL = (
 )
 _PHRASE = re.compile(
     rf"(?P<label>\b(?:{_LABEL})\b(?P<link>(?:\s+(?:is|was|value|of|set to|now|=|:))*\s*[:=]?\s*))"
-    r"(?P<value>[^\s,;'\"<>()\[\]{}]+)",
+    r"(?P<value>[^\s,;&'\"<>()\[\]{}]+)",
     re.IGNORECASE,
 )
 #: Words after which a run of digits is a secret on its own (a PIN, a one-time code).

@@ -58,6 +58,10 @@ _NO_DIGITS = str.maketrans("", "", "0123456789")
 
 def maybe_secret(text: str) -> bool:
     """False only when no rule of this module could change ``text`` (a quick test)."""
+    return _maybe_short(text) if len(text) <= 256 else _maybe(text)
+
+
+def _maybe(text: str) -> bool:
     low = text.lower()
     if any(cue in low for cue in CUES):
         return True
@@ -106,6 +110,7 @@ def _scrub_stored(text: str) -> str:
     return scrub_text(text)
 
 
+_maybe_short = functools.lru_cache(maxsize=8192)(_maybe)  # statuses, kinds, keys: again and again
 _scrub_cached = functools.lru_cache(maxsize=4096)(_scrub_stored)
 
 

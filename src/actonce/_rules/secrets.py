@@ -419,11 +419,11 @@ def scrub_text(text: str, known: Iterable[str] = ()) -> str:
     for value in known:
         if len(value) >= 4 and value in text:
             text = text.replace(value, REDACTED)
+    if "://" in text:
+        text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
     text = scrub_values(text)  # cards, CVVs, cookies, secrets after secret words
     if _SUSPECT.search(text) is None:  # one pass for the common, harmless text
         return text
-    if "://" in text:
-        text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _JWT.sub(REDACTED, text)
     text = _TUPLE.sub(_tuple, text)

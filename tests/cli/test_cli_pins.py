@@ -37,15 +37,37 @@ def test_approvals_on_a_ledger_without_any_says_so(
     assert capsys.readouterr().out == says
 
 
-def test_list_prints_its_table_and_exits_0(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _one_unknown(tmp_path: Path) -> tuple[str, str]:
     path = str(tmp_path / "ledger.db")
     with Ledger.open(path, create=True) as ledger:
         key = effect_key(tenant="t", actor="a", kind="invoice", object="o-1", operation="create")
         ledger.run(Effect(key, "invoice", {"n": 1}, lambda: None, lambda: Absent()))
+    return path, key.value
+
+
+def test_list_prints_its_table_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = _one_unknown(tmp_path)
     capsys.readouterr()
     assert main(["list", "--ledger", path]) == 0
     head, row = capsys.readouterr().out.splitlines()[:2]
     assert head.split() == ["key", "kind", "status", "attempt", "updated", "result", "reason"]
     assert row.split()[1:4] == ["invoice", "unknown", "1"]  # performed, its result not seen
+
+
+def test_show_prints_every_field_of_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, key = _one_unknown(tmp_path)
+    capsys.readouterr()
+    assert main(["show", key[:12], "--ledger", path]) == 0
+    assert capsys.readouterr().out.splitlines()[:7] == [
+        f"key      {key}",
+        "kind     invoice",
+        "status   unknown (attempt 1)",
+        "result   -",
+        "reason   outcome not proven yet",
+        'scope    {"actor":"a","kind":"invoice","object":"o-1","operation":"create","tenant":"t"}',
+        'payload  {"n":1}',
+    ]

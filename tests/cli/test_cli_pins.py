@@ -8,6 +8,7 @@ In process (``main([...])``), so they are fast and mutmut sees them too.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,24 @@ def test_show_prints_every_field_of_the_record(
         'scope    {"actor":"a","kind":"invoice","object":"o-1","operation":"create","tenant":"t"}',
         'payload  {"n":1}',
     ]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_resolve_says_what_the_record_is_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    path, key = _one_unknown(tmp_path)
+    capsys.readouterr()
+    extra = ["--json"] if as_json else []
+    argv = ["resolve", key[:12], "happened", "--reason", "seen it", "--result-ref", "inv-1"]
+    assert main([*argv, "--reviewer", "ana", "--ledger", path, *extra]) == 0
+    out = capsys.readouterr().out
+    if as_json:
+        record = json.loads(out)
+        assert (record["key"], record["status"], record["result_ref"]) == (
+            key,
+            "confirmed",
+            "inv-1",
+        )
+    else:
+        assert out == f"{key[:16]} is now confirmed\n"

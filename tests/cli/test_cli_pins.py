@@ -93,3 +93,16 @@ def test_resolve_says_what_the_record_is_now(
         )
     else:
         assert out == f"{key[:16]} is now confirmed\n"
+
+
+def test_init_twice_says_the_ledger_already_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "ledger.db")
+    assert main(["init", "--ledger", path, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["created"] is True
+    assert main(["init", "--ledger", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {**first, "created": False}
+    assert main(["init", "--ledger", path]) == 0
+    assert capsys.readouterr().out == f"a ledger already exists at {first['ledger']}\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from actonce import Absent, Effect, Ledger, __version__, effect_key
+from actonce import Absent, Confirmed, Effect, Ledger, __version__, effect_key
 from actonce.cli import main
 
 
@@ -106,3 +106,22 @@ def test_init_twice_says_the_ledger_already_exists(
     assert json.loads(capsys.readouterr().out) == {**first, "created": False}
     assert main(["init", "--ledger", path]) == 0
     assert capsys.readouterr().out == f"a ledger already exists at {first['ledger']}\n"
+
+
+def test_status_lists_at_most_ten_effects_waiting_for_review(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "ledger.db")
+    with Ledger.open(path, create=True) as ledger:
+        twice = Confirmed("r", count=2, refs=("r", "r"))
+        for i in range(11):  # each one a duplicate: needs_review
+            key = effect_key(
+                tenant="t", actor="a", kind="invoice", object=f"o-{i}", operation="create"
+            )
+            ledger.run(Effect(key, "invoice", {"n": i}, lambda: None, lambda: twice))
+    capsys.readouterr()
+    assert main(["status", "--ledger", path]) == 0
+    out = capsys.readouterr().out
+    assert "needs review: 11" in out
+    waiting = out.split("waiting for review:\n", 1)[1].splitlines()
+    assert len([line for line in waiting if "invoice" in line]) == 10

@@ -16,10 +16,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from actonce import Absent, EffectRecord, Registry, Status, UsageError
+from actonce import Absent, EffectRecord, Event, EventType, Registry, Status, UsageError
 from actonce.console import ConsoleServer, Reviewers
+from actonce.console._console import Console
 from actonce.console._decide import Seen, verify_once
-from actonce.console._receipts import _status
+from actonce.console._receipts import _status, receipt_page
+from actonce.console._views import _history
+
+from .world import World
 
 
 def _record() -> EffectRecord:
@@ -77,3 +81,19 @@ def test_a_refused_request_says_why(server: ConsoleServer) -> None:
         })  # fmt: skip
         assert answer.status_code == 403
         assert "<p>Refused: not a form of this console.</p>" in answer.text, answer.text
+
+
+def test_a_receipts_page_leads_with_the_receipts_first_line(world: World) -> None:
+    console = Console(world.ledger, world.reviewers())
+    op_id = world.operations["complete"]
+    page = receipt_page(console, op_id)
+    receipt = world.ledger.receipt(op_id)
+    assert page is not None and receipt is not None and receipt.text
+    assert page["headline"] == receipt.text.splitlines()[0]
+
+
+def test_a_history_row_shows_its_events_data() -> None:
+    (row,) = _history([Event("k", EventType.CLAIMED, 0.0, 1, data={"n": 1})])
+    assert row["data"] and '"n"' in row["data"] and row["what"] == "claimed"
+    (row,) = _history([Event("k", EventType.CLAIMED, 0.0, 1)])
+    assert row["data"] == ""

@@ -290,8 +290,15 @@ def run_ast(area: Area, args: argparse.Namespace) -> int:
         return 1
     timeout = args.timeout or max(60.0, 3 * took)
     print(f"{area.name}: baseline {took:.0f}s, timeout {timeout:.0f}s per mutant", flush=True)
+    out = base / f"ast-score-{args.seed}-{len(chosen)}.json"
     outcomes: dict[str, str] = {}
-    for verdict in ast_mutants.judge([by_name[n] for n in chosen], tests, timeout):
+    if out.exists() and not args.again:
+        # The tests only grew since: a mutant killed then stays killed; judge the others.
+        before = json.loads(out.read_text(encoding="utf-8"))
+        outcomes = {n: "killed" for n in chosen if n not in before["not killed"]}
+        print(f"  {len(outcomes)} killed before (--again judges them anew)", flush=True)
+    todo = [by_name[n] for n in chosen if n not in outcomes]
+    for verdict in ast_mutants.judge(todo, tests, timeout):
         outcomes[verdict.site.name] = verdict.outcome
         print(f"  {verdict.outcome:<8} {verdict.seconds:5.0f}s {verdict.site.name}", flush=True)
     counts = Counter("killed" if o == "timeout" else o for o in outcomes.values())
@@ -302,7 +309,7 @@ def run_ast(area: Area, args: argparse.Namespace) -> int:
         "sampled": len(chosen), **counts, "timeouts": sum(o == "timeout" for o in outcomes.values()),
         "score": round(100 * score, 1), "not killed": not_killed,
     }  # fmt: skip
-    (base / f"ast-score-{args.seed}-{len(chosen)}.json").write_text(json.dumps(figures, indent=1))
+    out.write_text(json.dumps(figures, indent=1), encoding="utf-8")
     print(
         f"{area.name} (ast): {len(by_name)} mutants, sampled {len(chosen)} (seed {args.seed}): "
         f"killed {counts['killed']} ({figures['timeouts']} by timeout), "

@@ -12,9 +12,9 @@ removed, ``return X`` made ``return None``, a statement (a call, an
 assignment) dropped. A mutant is named ``MODULE:LINE:COL:OPERATOR``; the
 sample is the first ``n`` names ordered by SHA-256 of ``seed:name``.
 
-Each mutant is written into a copy of ``src/`` (the rest of the copy is the
-tree as it is), and the area's tests run from the repository root with
-``PYTHONPATH`` naming the copy, so a subprocess the tests start
+Each mutant is written into a copy of the tree (``src/``, ``tests/``, the
+docs, taken when the run starts), and the area's tests run there with
+``PYTHONPATH`` naming the copy's ``src``, so a subprocess the tests start
 (``python -m actonce``) imports the mutant too; first failure stops, a run
 past the time limit counts as killed (the mutant hung the tests).
 """
@@ -192,7 +192,22 @@ def judge(sites_: list[Site], tests: tuple[str, ...], timeout: float) -> Iterato
     """Each site planted alone in a copy of src/, the tests run against it."""
     work = Path(tempfile.mkdtemp(prefix="actonce-ast-mutants-"))
     try:
-        shutil.copytree(ROOT / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+        # The tree as it is now (src, tests, docs): a run judges every mutant with the same tests.
+        for name in (
+            "src",
+            "tests",
+            "docs",
+            "examples",
+            "README.md",
+            "CHANGELOG.md",
+            "pyproject.toml",
+        ):
+            if (ROOT / name).is_dir():
+                shutil.copytree(
+                    ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__")
+                )
+            elif (ROOT / name).exists():
+                shutil.copy2(ROOT / name, work / name)
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
         command = ["nice", "-n", "15", sys.executable, "-m", "pytest", "-x", "-q"]
         command += ["-p", "no:cacheprovider", *tests]
@@ -203,7 +218,7 @@ def judge(sites_: list[Site], tests: tuple[str, ...], timeout: float) -> Iterato
             start = time.monotonic()
             child = subprocess.Popen(
                 command,
-                cwd=ROOT,
+                cwd=work,
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -67,7 +67,14 @@ from actonce._rules.operator import (
     SummaryItem,
     open_why,
 )
-from actonce._rules.receipts import _next, _verdicts
+from actonce._rules.receipts import (
+    StepView,
+    _claimed_amount,
+    _how_we_know,
+    _next,
+    _step_json,
+    _verdicts,
+)
 from actonce.testing import FrozenClock, MemoryStore
 
 KEYS = SigningKeys.parse("k1:" + "ab" * 16)
@@ -339,3 +346,51 @@ def test_a_receipt_lists_only_the_verdicts_of_a_history() -> None:
     assert _verdicts(events) == [
         {"type": "confirmed", "at": 2.0, "attempt": 1, "message": "found", "result_ref": "r-1"}
     ]
+
+
+# --- a third seeded sample (seed 3) --------------------------------------------------------
+
+
+def test_a_link_that_is_none_says_so() -> None:
+    assert verify_link(KEYS, "garbage") == "not an approval link"
+
+
+def test_a_priced_packet_without_a_ceiling_is_capped_at_its_price() -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=KEYS)
+    intent = ledger.intents.put(Intent("trip", "booking", user="ana", currency="EUR"))
+    key = intent_key(intent, "pay", tenant="t", actor="ana")
+    packet = ledger.approvals.request(intent, "pay", key, amount="240").packet
+    assert (packet.amount, packet.ceiling) == (Decimal("240"), Decimal("240"))
+
+
+def test_bad_intents_and_pools_say_what_is_wrong() -> None:
+    with pytest.raises(
+        UsageError, match=r"^a pool's unit \('count' or a currency code\) is a 3-letter"
+    ):
+        Pool("p", Decimal("5"), unit="eur")
+    with pytest.raises(UsageError, match=r"^an intent has no field\(s\) colour, size$"):
+        revise(Intent("trip", "booking", user="ana"), size=1, colour="red")
+    with pytest.raises(UsageError, match=r"^quantity must be a whole number >= 1, not 0$"):
+        Intent("trip", "booking", user="ana", quantity=0)
+
+
+def test_a_receipt_says_how_we_know_what_happened() -> None:
+    found = [Event("k", EventType.CONFIRMED, 2.0, 2, run_id="r")]
+    gone = [Event("k", EventType.FAILED, 2.0, 1, run_id="review:ana")]
+    assert _how_we_know("pay", found) == "verification found pay (attempt 2)"
+    assert _how_we_know("pay", gone) == "a reviewer proved the absence of pay (attempt 1)"
+    assert _how_we_know("pay", []) is None
+
+
+def test_a_receipt_quotes_the_total_refreshed_before_the_claim_and_the_facts() -> None:
+    facts = {"facts": [{"name": "total", "value": "231.50", "source": "site"}]}
+    refreshed = Event("k", EventType.FACTS_REFRESHED, 1.0, 0, data=facts)
+    events = [refreshed, Event("k", EventType.CLAIMED, 2.0, 1)]
+    step = StepView("pay", Role.PIVOT, "k", None, events)
+    assert _claimed_amount(step) == Decimal("231.50")
+    assert _step_json(step)["undo"] is None
+    (seen,) = _verdicts([refreshed])
+    assert seen["facts"] == [
+        {"name": "total", "value": "231.50", "observed_at": None, "valid_until": None,
+         "source": "site"},
+    ]  # fmt: skip

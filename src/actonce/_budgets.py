@@ -32,6 +32,9 @@ def _gate(
         raise UsageError("name at least one pool to draw on")
     value = money(amount, "a draw")
     assert value is not None
+    if value <= 0:
+        # A draw of nothing reserves nothing: the gate would hold no limit at all.
+        raise UsageError(f"a gate draws a positive amount on its pools, not {value}")
     return Gate(intent, approval, None, tuple(Draw(p, value) for p in pools))
 
 

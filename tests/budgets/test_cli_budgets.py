@@ -49,10 +49,13 @@ def test_budgets_shows_each_pool_in_its_current_window(tmp_path: Path) -> None:
     assert lines[1].split()[:7] == ["pool", "unit", "per", "limit", "reserved", "consumed", "free"]
     assert lines[3].split()[:7] == ["original", "count", "day", "5", "1", "1", "3"]
 
-    only = actonce("budgets", "--ledger", path, "ads", "nope", "--json")
-    assert only.returncode == 1
-    data = json.loads(only.stdout)
-    assert [p["name"] for p in data["pools"]] == ["ads"] and data["missing"] == ["nope"]
+    only = actonce("budgets", "--ledger", path, "ads", "--json")
+    assert only.returncode == 0 and [p["name"] for p in json.loads(only.stdout)["pools"]] == ["ads"]
+    # A pool that does not exist is an error, as ledger.budgets.usage("nope") is: one line.
+    for extra in ((), ("--json",)):
+        nope = actonce("budgets", "--ledger", path, "ads", "nope", *extra)
+        assert (nope.returncode, nope.stdout) == (1, ""), nope
+        assert nope.stderr.strip() == "actonce: error: no budget pool 'nope'"
     # Read-only: the file is exactly as it was.
     assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == before
 

@@ -22,6 +22,7 @@ import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +33,26 @@ from actonce import (
     ActOnceError,
     AsyncLedger,
     BadLedgerURL,
+    Budgets,
     Confirmed,
     Effect,
     EffectRecord,
     Event,
     EventType,
+    Fact,
     FingerprintKey,
+    Hooks,
     Intent,
+    IntentRef,
     Lease,
     LeaseHeld,
     Ledger,
+    MemoryStore,
+    Operator,
     Policy,
     Pool,
     Registry,
+    SigningKeys,
     SQLiteStore,
     Status,
     Unavailable,
@@ -52,6 +60,7 @@ from actonce import (
     WorkQueue,
     canonical_json,
     effect_key,
+    intent_key,
     is_secret_name,
     mask_url,
     open_ledger,
@@ -59,6 +68,7 @@ from actonce import (
     scrub_text,
     scrub_url,
 )
+from actonce._rules.operator import RunStatus
 from actonce.testing import FrozenClock
 
 from ._kit import DOCUMENTED, World, files_in, pg_dump, run_cli, sqlite_dump, with_schema
@@ -1010,6 +1020,27 @@ CLI_CASES = [
         "{ledger}",
     ),
     _cli("cli-verifiers", "blank_name", "reconcile", "--verifiers", " ", "--ledger", "{ledger}"),
+    # Issue 23: a pool that does not exist, an evidence root that is no folder.
+    _cli("cli-budgets", "unknown_pool", "budgets", "nope", "--ledger", "{ledger}"),
+    _cli("cli-budgets", "unknown_pool_json", "budgets", "nope", "--json", "--ledger", "{ledger}"),
+    _cli(
+        "cli-console",
+        "evidence_root_missing",
+        "console",
+        "--evidence-root",
+        "{dir}/nowhere",
+        "--ledger",
+        "{ledger}",
+    ),
+    _cli(
+        "cli-console",
+        "evidence_root_a_file",
+        "console",
+        "--evidence-root",
+        "{dir}/notes.txt",
+        "--ledger",
+        "{ledger}",
+    ),
     _cli("cli-sandbox", "port_too_big", "sandbox", "--port", "99999"),
     _cli("cli-sandbox", "port_negative", "sandbox", "--port", "-1"),
     _cli("cli-sandbox", "port_text", "sandbox", "--port", "abc"),
@@ -1091,3 +1122,147 @@ def test_the_corpus_is_large_enough() -> None:
     assert len(API_CASES) + len(PG_CASES) + len(CLI_CASES) >= 150
     ids = [repr(c) for c in (*API_CASES, *CLI_CASES)]
     assert len(ids) == len(set(ids))
+
+
+# --- issue 23, item 4: inputs that were accepted silently, or refused with a bare TypeError ---
+
+
+def _approving() -> tuple[Ledger, Any]:
+    """A ledger that signs approvals, and the current version of one intent."""
+    keys = SigningKeys((("k1", b"k" * 32),))
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=keys)
+    trip = Intent("trip", "booking", user="ana", price_ceiling=Decimal(120), currency="EUR")
+    return ledger, ledger.intents.put(trip)
+
+
+def _request(**kw: Any) -> object:
+    ledger, trip = _approving()
+    key = kw.pop("key", None) or intent_key(trip, "book", tenant="t", actor="a")
+    return ledger.approvals.request(trip, "book", key, amount="100", **kw)
+
+
+def _other_version_key() -> object:
+    ledger, trip = _approving()
+    v2 = ledger.intents.revise("trip", when="2030-01-01").intent
+    return ledger.approvals.request(v2, "book", intent_key(trip, "book", tenant="t", actor="a"))
+
+
+class _Forgetful(Hooks[str]):
+    """An operator stage that forgot its ``return``."""
+
+    def observe(self) -> Any:
+        self.looked = True  # ... and returns None
+
+    def plan(self, candidate: str) -> Effect:  # pragma: no cover - never reached
+        raise AssertionError("no candidate was observed")
+
+
+def _forgetful_operator() -> object:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    summary = Operator(ledger, "forgetful", _Forgetful(), kinds=("post",)).run()
+    if summary.status is RunStatus.COMPLETED:
+        return summary  # silently "completed": the case fails
+    raise UsageError(summary.stops[0].reason)
+
+
+def _budgets() -> Ledger:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    ledger.budgets.define("ads", 10)
+    return ledger
+
+
+ISSUE23 = {
+    "signing_keys_one_kid": (
+        lambda: SigningKeys((("k1", b"a" * 16), ("k1", b"b" * 16))),
+        "two signing keys share the key id 'k1'",
+    ),
+    "signing_keys_parse_one_kid": (
+        lambda: SigningKeys.parse(f"k1:{'aa' * 16},k1:{'bb' * 16}"),
+        "two signing keys share the key id 'k1'",
+    ),
+    "budget_limit_huge": (lambda: _budgets().budgets.define("p", 10**40), "at most"),
+    "budget_limit_1e400": (lambda: _budgets().budgets.define("p", "1e400"), "at most"),
+    "gate_amount_zero": (
+        lambda: Budgets.gate("ads", amount=0),
+        "a gate draws a positive amount on its pools, not 0",
+    ),
+    "gate_amount_negative": (lambda: Budgets.gate("ads", amount=-1), "a draw must be"),
+    "usage_unknown_pool": (lambda: _budgets().budgets.usage("nope"), "no budget pool 'nope'"),
+    "usage_one_unknown_pool": (
+        lambda: _budgets().budgets.usage("ads", "nope"),
+        "no budget pool 'nope'",
+    ),
+    "details_nan": (lambda: _request(details={"x": math.nan}), "NaN or an infinity"),
+    "details_nested_inf": (
+        lambda: _request(details={"x": {"y": [math.inf]}}),
+        "NaN or an infinity",
+    ),
+    "details_object": (
+        lambda: _request(details={"x": object()}),
+        "an approval's details are JSON values",
+    ),
+    "details_not_a_mapping": (
+        lambda: _request(details=["x"]),
+        "an approval's details map names to the values shown, not list",
+    ),
+    "facts_names": (lambda: _request(facts=["price"]), "Fact values"),
+    "facts_one_fact": (lambda: _request(facts=Fact("price", "1", observed_at=0.0)), "a list"),
+    "key_of_another_intent": (
+        lambda: _request(key=intent_key(IntentRef("other", 1), "book", tenant="t", actor="a")),
+        "the effect key is for 'book' of other@v1, not 'book' of trip@v1",
+    ),
+    "key_of_another_action": (
+        lambda: _request(key=intent_key(IntentRef("trip", 1), "pay", tenant="t", actor="a")),
+        "the effect key is for 'pay' of trip@v1, not 'book' of trip@v1",
+    ),
+    "key_of_another_version": (
+        _other_version_key,
+        "the effect key is for 'book' of trip@v1, not 'book' of trip@v2",
+    ),
+    "operator_observe_none": (_forgetful_operator, "observe failed, nothing was done"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ISSUE23))
+def test_issue23_inputs_are_refused_saying_what_is_wrong(case: str) -> None:
+    act, says = ISSUE23[case]
+    with pytest.raises(UsageError) as info:
+        act()
+    assert says in str(info.value), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_an_operator_whose_observe_returns_none_stops_instead_of_completing() -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    summary = Operator(ledger, "forgetful", _Forgetful(), kinds=("post",)).run()
+    assert summary.status is RunStatus.HARD_STOP, summary
+    assert "returned None, not its candidates" in summary.stops[0].reason
+
+
+def test_a_packet_key_without_an_intent_version_is_the_callers() -> None:
+    """A provider's own key names no intent version: it is accepted as before."""
+    req = _request(key=effect_key(tenant="t", actor="a", kind="book", object="B-1",
+                                  operation="create"))  # fmt: skip
+    assert req.packet.status.value == "pending"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("budgets", "nope"), "actonce: error: no budget pool 'nope'"),
+        (("console", "--evidence-root", "{dir}/nowhere"), "nowhere does not exist"),
+        (("console", "--evidence-root", "{dir}/notes.txt"), "notes.txt is not a folder"),
+    ],
+    ids=["budgets-unknown-pool", "console-root-missing", "console-root-a-file"],
+)
+def test_issue23_cli_errors_say_what_is_wrong(
+    args: tuple[str, ...], says: str, template: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "ledger.db"
+    shutil.copy(template, path)
+    _text_file(tmp_path)
+    full = [a.replace("{dir}", str(tmp_path)) for a in args]
+    proc = run_cli(*full, "--ledger", str(path), env={"ACTONCE_LEDGER": ""}, cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert (proc.returncode, proc.stdout) == (1, b""), (proc.returncode, proc.stdout, err)
+    assert says in err and len(err.strip().splitlines()) == 1, err

@@ -37,7 +37,7 @@ import hmac
 import json
 import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -363,6 +363,75 @@ def check_commit(
     return None
 
 
+def request_details(details: object) -> dict[str, Any]:
+    """A packet's details as asked for: names to JSON values, numbers finite.
+
+    Raises:
+        UsageError: not a mapping, or a value JSON cannot hold (an object, a
+            set), or NaN or an infinity (the user must be shown a number).
+    """
+    if details is None:
+        return {}
+    if not isinstance(details, Mapping):
+        raise UsageError(
+            f"an approval's details map names to the values shown, not {type(details).__name__}"
+        )
+    out = dict(details)
+    try:
+        json.dumps(out, allow_nan=False)
+    except ValueError:
+        raise UsageError("an approval's details hold NaN or an infinity: show a number") from None
+    except (TypeError, RecursionError) as exc:
+        raise UsageError(
+            f"an approval's details are JSON values (text, numbers, lists, mappings): {exc}"
+        ) from None
+    return out
+
+
+def request_facts(facts: object) -> tuple[Fact, ...]:
+    """A packet's facts as asked for: ``Fact`` values (any iterable of them).
+
+    Raises:
+        UsageError: not a sequence of ``Fact`` (a name alone, say).
+    """
+    if isinstance(facts, str | bytes | Fact | Mapping) or not isinstance(facts, Iterable):
+        raise UsageError(f"an approval's facts are a list of Fact values, not {facts!r:.60}")
+    facts = tuple(facts)
+    for fact in facts:
+        if not isinstance(fact, Fact):
+            raise UsageError(
+                f"an approval's facts are Fact values (Fact(name, value, observed_at=...)), "
+                f"not {fact!r:.60}"
+            )
+    return tuple(facts)
+
+
+def check_request_key(intent: IntentRef, action: str, scope: str | None) -> None:
+    """A key made for an intent version (``intent_key``) is this version's, for ``action``.
+
+    ``scope`` is the key's scope when known (an ``EffectKey``); a key that
+    names no intent version (a provider's key) is the caller's to choose.
+
+    Raises:
+        UsageError: the key is another intent's, another version's, or
+            another action's.
+    """
+    if scope is None:
+        return
+    try:
+        fields = json.loads(scope)
+    except ValueError:
+        return
+    if not isinstance(fields, dict) or "intent_version" not in fields:
+        return
+    theirs = f"{fields.get('object')}@v{fields.get('intent_version')}"
+    if theirs != str(intent) or fields.get("kind") != action:
+        raise UsageError(
+            f"the effect key is for {fields.get('kind')!r} of {theirs}, not {action!r} of "
+            f"{intent}: make it with intent_key(intent, {action!r}, ...)"
+        )
+
+
 # --- carriers ------------------------------------------------------------------------------
 
 
@@ -384,6 +453,12 @@ class SigningKeys:
                 raise UsageError("a signing key id is 1-32 characters of [A-Za-z0-9._-]")
             if len(secret) < 16:
                 raise UsageError("a signing key needs at least 16 bytes")
+        kids = [kid for kid, _ in self.keys]
+        twice = sorted({kid for kid in kids if kids.count(kid) > 1})
+        if twice:
+            # A carrier names its key by id: two keys under one id would verify
+            # with whichever comes first, and a rotation could not retire one.
+            raise UsageError(f"two signing keys share the key id {', '.join(map(repr, twice))}")
 
     def __repr__(self) -> str:
         return f"SigningKeys({', '.join(kid for kid, _ in self.keys)})"

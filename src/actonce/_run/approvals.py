@@ -331,6 +331,8 @@ def request(
     row: IntentRow | None = yield IntentGet(intent.intent_id, intent.version)
     if row is None or row.status is not IntentStatus.CURRENT:
         raise UsageError(f"{intent.ref} is not the current version of its intent")
+    ap.check_request_key(intent.ref, action, key.scope if isinstance(key, EffectKey) else None)
+    packet_details, packet_facts = ap.request_details(details), ap.request_facts(facts)
     who = user if user is not None else row.intent.user
     if not who:
         raise UsageError("an approval needs the user who answers it (the intent's user)")
@@ -345,9 +347,9 @@ def request(
         amount=money(amount, "amount"),
         ceiling=money(ceiling, "ceiling") if ceiling is not None else row.intent.price_ceiling,
         currency=currency_code(currency) if currency is not None else row.intent.currency,
-        details=dict(details or {}),
+        details=packet_details,
         terms=terms,
-        facts=tuple(facts),
+        facts=packet_facts,
         created_at=tick.now,
         expires_at=tick.now + ttl,
     )

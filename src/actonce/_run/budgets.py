@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._rules.budgets import Pool, PoolUsage
+from .._rules.errors import UsageError
 from .ops import NOW, Op, StoreOp, Tick
 
 __all__ = ["define", "usage"]
@@ -35,9 +36,12 @@ def define(pool: Pool, run_id: str) -> Generator[Op, Any, Pool]:
 
 
 def usage(names: list[str] | None, at: float | None) -> Generator[Op, Any, list[PoolUsage]]:
-    """Pools in the window that holds ``at`` (default: now)."""
+    """Pools in the window that holds ``at`` (default: now); a name no pool has is an error."""
     if at is None:
         tick: Tick = yield NOW
         at = tick.now
     found: list[PoolUsage] = yield BudgetUsage(names, at)
+    missing = sorted(set(names or ()) - {u.pool.name for u in found})
+    if missing:
+        raise UsageError(f"no budget pool {', '.join(map(repr, missing))}")
     return found

@@ -253,7 +253,9 @@ def _listed(run: _Run, name: str, *args: Any) -> Generator[Op, Any, list[Any]]:
     try:
         if got.error is not None:
             raise got.error
-        return list(got.value if got.value is not None else ())
+        if got.value is None:
+            raise UsageError("it returned None, not its candidates (an empty list: none)")
+        return list(got.value)
     except Exception as exc:
         raise _Stopped(
             RunStop(run.stage, f"{name} failed, nothing was done: {_error(exc)}")

@@ -30,7 +30,7 @@ from typing import NoReturn
 from actonce import ActOnceError, Ledger, SQLiteStore, open_ledger, scrub_text
 
 from ._app import create_app
-from ._console import Console, Settings, key_of, ref_of
+from ._console import Console, Settings, evidence_roots, key_of, ref_of
 from ._reviewers import Reviewers, check_name, hash_password, write_reviewer
 from ._server import ConsoleServer
 
@@ -161,6 +161,7 @@ def _serve(argv: list[str]) -> int:
             "--allow-remote serves other machines: put TLS in front of the console and pass "
             "--secure-cookies too (refused without it: session cookies would travel in clear)"
         )
+    roots = evidence_roots(tuple(args.evidence_root))  # before anything is opened
     ledger = open_ledger(args.ledger)
     try:
         ledger.registry.load(args.verifiers)
@@ -175,7 +176,7 @@ def _serve(argv: list[str]) -> int:
                 "or start with --token-for NAME"
             )
         settings = Settings(
-            evidence_roots=tuple(Path(d) for d in args.evidence_root),
+            evidence_roots=roots,
             hold_seconds=args.hold_minutes * 60.0,
             secure_cookies=args.secure_cookies,
         )

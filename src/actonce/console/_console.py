@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from actonce import Ledger
+from actonce import Ledger, UsageError
 
 from ._decide import Seen
 from ._holds import ReviewHolds
@@ -41,6 +41,21 @@ def key_of(ref: str) -> str:
         return raw.decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return ref  # not ours: looked up as it is, and not found
+
+
+def evidence_roots(roots: tuple[Path | str, ...]) -> tuple[Path, ...]:
+    """The evidence roots, resolved; each must be a folder that exists.
+
+    Raises:
+        UsageError: a root is missing or not a folder (a mistyped root would
+            silently serve no evidence at all).
+    """
+    resolved = tuple(Path(r).resolve() for r in roots)
+    for root in resolved:
+        if not root.is_dir():
+            what = "is not a folder" if root.exists() else "does not exist"
+            raise UsageError(f"the evidence root {root} {what}")
+    return resolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +96,6 @@ class Console:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        roots = tuple(Path(r).resolve() for r in self.settings.evidence_roots)
+        roots = evidence_roots(self.settings.evidence_roots)
         self.settings = replace(self.settings, evidence_roots=roots)
         self.holds = ReviewHolds(self.ledger, self.settings.hold_seconds)

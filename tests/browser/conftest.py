@@ -34,7 +34,8 @@ SessionFactory = Callable[..., BrowserSession]
 
 @pytest.fixture
 def new_session(browser: Browser, base: str, tmp_path: Path) -> Iterator[SessionFactory]:
-    """``new_session(user, login=True, **kwargs)``: a fresh context bound to ``user``."""
+    """``new_session(user, login=True, **kwargs)``: a fresh context bound to ``user``,
+    logged in under a bound of its own (``LOGIN_MS``), not the session's ``timeout``."""
     made: list[BrowserSession] = []
 
     def make(
@@ -55,13 +56,18 @@ def new_session(browser: Browser, base: str, tmp_path: Path) -> Iterator[Session
         s.close()
 
 
+#: The login's own bound (ms), whatever the session's timeout: a test that shortens the
+#: timeout to pin what happens past it must not have its login fail on a loaded machine.
+LOGIN_MS = 30_000
+
+
 async def _login_as(session: Any, user: str) -> None:
     page = session.page
-    await page.goto(session.url("/login"))
-    await page.get_by_label("Username").fill(user)
-    await page.get_by_label("Password").fill(SEED_USERS[user])
-    async with page.expect_navigation():
-        await page.get_by_role("button", name="Sign in").click()
+    await page.goto(session.url("/login"), timeout=LOGIN_MS)
+    await page.get_by_label("Username").fill(user, timeout=LOGIN_MS)
+    await page.get_by_label("Password").fill(SEED_USERS[user], timeout=LOGIN_MS)
+    async with page.expect_navigation(timeout=LOGIN_MS):
+        await page.get_by_role("button", name="Sign in").click(timeout=LOGIN_MS)
 
 
 @pytest.fixture

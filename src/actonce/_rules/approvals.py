@@ -406,15 +406,14 @@ def request_facts(facts: object) -> tuple[Fact, ...]:
     return tuple(facts)
 
 
-def check_request_key(intent: IntentRef, action: str, scope: str | None) -> None:
-    """A key made for an intent version (``intent_key``) is this version's, for ``action``.
+def check_request_key(intent: IntentRef, scope: str | None) -> None:
+    """A key made for an intent version (``intent_key``) is this version's.
 
     ``scope`` is the key's scope when known (an ``EffectKey``); a key that
     names no intent version (a provider's key) is the caller's to choose.
 
     Raises:
-        UsageError: the key is another intent's, another version's, or
-            another action's.
+        UsageError: the key is another intent's, or another version's.
     """
     if scope is None:
         return
@@ -425,10 +424,10 @@ def check_request_key(intent: IntentRef, action: str, scope: str | None) -> None
     if not isinstance(fields, dict) or "intent_version" not in fields:
         return
     theirs = f"{fields.get('object')}@v{fields.get('intent_version')}"
-    if theirs != str(intent) or fields.get("kind") != action:
+    if theirs != str(intent):
         raise UsageError(
-            f"the effect key is for {fields.get('kind')!r} of {theirs}, not {action!r} of "
-            f"{intent}: make it with intent_key(intent, {action!r}, ...)"
+            f"the effect key is one of {theirs}, not of {intent}: make it with "
+            "intent_key(intent, ...) for the version the packet is for"
         )
 
 

@@ -331,7 +331,7 @@ def request(
     row: IntentRow | None = yield IntentGet(intent.intent_id, intent.version)
     if row is None or row.status is not IntentStatus.CURRENT:
         raise UsageError(f"{intent.ref} is not the current version of its intent")
-    ap.check_request_key(intent.ref, action, key.scope if isinstance(key, EffectKey) else None)
+    ap.check_request_key(intent.ref, key.scope if isinstance(key, EffectKey) else None)
     packet_details, packet_facts = ap.request_details(details), ap.request_facts(facts)
     who = user if user is not None else row.intent.user
     if not who:

@@ -261,7 +261,7 @@ def test_guard_sends_once_follows_303_and_keeps_set_cookie(
 def test_cookie_deletion_by_a_guarded_answer_is_applied(
     new_session: SessionFactory, set_faults: Callable[..., None]
 ) -> None:
-    session = new_session("alice", confirm_timeout=1.0)
+    session = new_session("alice", confirm_timeout=10.0)
     set_faults({"action": "post.create", "fault": "session_expired", "times": 1})
     with pytest.raises(StoppedAfterClick, match="login wall") as info:
         session.post_effect("Expired at submit").perform()

@@ -178,7 +178,9 @@ def cli_commands(gated: Gated) -> list[list[str]]:
     return commands
 
 
-def console_pages(ledger: Ledger, gated: Gated, keys: list[str]) -> dict[str, str]:
+def console_pages(
+    ledger: Ledger, gated: Gated, keys: list[str], more: Any = None
+) -> dict[str, str]:
     """The console's pages about what was stored, as a signed-in reviewer sees them."""
     import re
 
@@ -205,6 +207,10 @@ def console_pages(ledger: Ledger, gated: Gated, keys: list[str]) -> dict[str, st
         paths = ["/", "/overview", "/approvals", "/receipts"]
         paths += [f"/approvals/{p}" for p in gated.packets]
         paths += [f"/effects/{k}" for k in [*gated.keys, *keys]]
+        if more is not None:  # tests/hardening/_paths.py: operations, their steps
+            from ._paths import console_paths
+
+            paths += console_paths(more)
         for path in paths:
             page = client.get(path)
             assert page.status_code == 200, (path, page.status_code)

@@ -49,6 +49,8 @@ from pgtest import drop_schema, postgres_dsn
 
 from ._gated import KEYS, Gated, cli_commands, console_pages, exercise_gated
 from ._kit import pg_dump, run_cli, with_schema
+from ._paths import Paths, Telemetry, exercise_paths
+from ._paths import cli_commands as path_commands
 
 
 class Canaries:
@@ -143,7 +145,9 @@ class Exercised:
     answers: list[str] = field(default_factory=list)
     outcomes: set[str] = field(default_factory=set)
     gated: Gated = field(default_factory=Gated)
+    paths: Paths = field(default_factory=Paths)
     pages: dict[str, str] = field(default_factory=dict)
+    telemetry: dict[str, str] = field(default_factory=dict)
 
 
 def _key(name: str) -> str:
@@ -181,6 +185,7 @@ def exercise(url: str, c: Canaries, scan_open: Callable[[], None]) -> Exercised:
         )
 
     with Ledger.open(url, create=True, clock=clock, registry=registry, signing_keys=KEYS) as ledger:
+        telemetry = Telemetry(ledger)
         # completed, then skipped; perform details and the result reference carry canaries.
         made: list[int] = []
 
@@ -362,9 +367,13 @@ def exercise(url: str, c: Canaries, scan_open: Callable[[], None]) -> Exercised:
         out.gated = exercise_gated(ledger, c)
         out.answers.extend(out.gated.answers)
         out.outcomes.add("gated")
-        for key in [*out.keys, *out.gated.keys]:
+        # operations, receipts, budget pools, firewall refusals (issue 20).
+        out.paths = exercise_paths(ledger, c)
+        out.answers.extend(out.paths.answers)
+        for key in [*out.keys, *out.gated.keys, *out.paths.keys]:
             out.answers.append(repr(ledger.events(key)))
-        out.pages = console_pages(ledger, out.gated, out.keys)
+        out.pages = console_pages(ledger, out.gated, out.keys, out.paths)
+        out.telemetry = telemetry.exported()
         scan_open()
     return out
 
@@ -378,7 +387,7 @@ def cli_outputs(
     outputs: dict[str, str] = {}
     commands: list[list[str]] = [["status"], ["list", "--limit", "1000"]]
     commands += [["show", key] for key in keys]
-    commands += cli_commands(done.gated)
+    commands += cli_commands(done.gated) + path_commands(done.paths)
     for command in [*commands, ["reconcile", "--verifiers", verifiers]]:
         for extra in ([], ["--json"]):
             proc = run_cli(*command, *extra, "--ledger", url, env=env)
@@ -465,6 +474,8 @@ def test_no_canary_reaches_sqlite_file_wal_cli_or_logs(
     hits.extend(c.hits("api answers", "\n".join(done.answers)))
     for page, text in done.pages.items():
         hits.extend(c.hits(f"console {page.split('/')[1] or 'queue'}", text))
+    for what, text in done.telemetry.items():
+        hits.extend(c.hits(f"telemetry {what}", text))
     verifiers = _verifier_module(tmp_path, c)
     cli_env = {**env, "PYTHONPATH": f"{tmp_path}:{_pythonpath()}"}
     for command, text in cli_outputs(done, verifiers, cli_env, c).items():
@@ -498,6 +509,8 @@ def test_no_canary_reaches_a_postgres_dump_cli_or_logs(
         hits.extend(c.hits("api answers", "\n".join(done.answers)))
         for page, text in done.pages.items():
             hits.extend(c.hits(f"console {page.split('/')[1] or 'queue'}", text))
+        for what, text in done.telemetry.items():
+            hits.extend(c.hits(f"telemetry {what}", text))
         for table, text in pg_tables(dsn, schema).items():
             hits.extend(c.hits(f"pg table {table}", text))
         verifiers = _verifier_module(tmp_path, c)

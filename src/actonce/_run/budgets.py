@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from .._rules.budgets import Pool, PoolUsage
 from .._rules.errors import UsageError
+from .._rules.scrub import scrub_stored
 from .ops import NOW, Op, StoreOp, Tick
 
 __all__ = ["define", "usage"]
@@ -32,7 +33,8 @@ def define(pool: Pool, run_id: str) -> Generator[Op, Any, Pool]:
     """Create or change a pool."""
     tick: Tick = yield NOW
     defined: Pool = yield PoolDefine(pool, tick.now, run_id)
-    return defined
+    # Answered as the ledger keeps it (a name scrubbed), as usage() reads it.
+    return replace(defined, name=scrub_stored(defined.name))
 
 
 def usage(names: list[str] | None, at: float | None) -> Generator[Op, Any, list[PoolUsage]]:
@@ -41,7 +43,9 @@ def usage(names: list[str] | None, at: float | None) -> Generator[Op, Any, list[
         tick: Tick = yield NOW
         at = tick.now
     found: list[PoolUsage] = yield BudgetUsage(names, at)
-    missing = sorted(set(names or ()) - {u.pool.name for u in found})
+    # A pool is kept (and looked up) under its name as the ledger stores it.
+    stored = {u.pool.name for u in found}
+    missing = sorted(n for n in set(names or ()) if {n, scrub_stored(n)}.isdisjoint(stored))
     if missing:
         raise UsageError(f"no budget pool {', '.join(map(repr, missing))}")
     return found

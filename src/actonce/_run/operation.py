@@ -36,6 +36,7 @@ from .._rules.operations import (
     assess,
 )
 from .._rules.receipts import Receipt
+from .._rules.scrub import scrub_stored, stored_form
 from .callables import Callables
 from .operation_review import decide, stands_still, write_receipt
 from .operation_view import (
@@ -200,7 +201,9 @@ def _same_definition(recorded: str, spec: str) -> bool:
     if recorded == spec:
         return True
     try:
-        old, new = json.loads(recorded), json.loads(spec)
+        # The ledger keeps the definition scrubbed (a step named after a
+        # secret): compare it with this one as the ledger would keep it.
+        old, new = json.loads(recorded), stored_form(json.loads(spec))
     except ValueError:
         return False
     if not isinstance(old, dict) or not isinstance(new, dict):
@@ -303,7 +306,9 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
     view: OperationView = yield from view_of(op.op_id)
     yield from write_receipt(view, op.run_id)
     receipt = view.receipt if stands_still(view) else None
-    return OperationResult(op.op_id, view.state, view.reason, tuple(runs), receipt)
+    # The steps named as the ledger keeps them (a name scrubbed), as the view reads them.
+    named = tuple((scrub_stored(name), result) for name, result in runs)
+    return OperationResult(op.op_id, view.state, view.reason, named, receipt)
 
 
 def _moved(state: StepState, result: RunResult) -> StepState:

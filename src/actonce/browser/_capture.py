@@ -2,7 +2,10 @@
 
 Password and token-like input values are stripped, cookie values are
 redacted from the HTML, the URL is recorded without query or fragment,
-cookies are never written.
+cookies are never written. What actonce writes about the page (``meta.json``
+and the files it is given, ``wire.json``) passes the ledger's one rule set
+(:func:`actonce._rules.scrub.scrub_stored`) on its way to the disk, as
+every value the ledger stores does.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 
+from .._rules.scrub import scrub_json, scrub_stored
 from ._errors import first_line
 
 if TYPE_CHECKING:
@@ -54,7 +58,7 @@ async def capture_page(
     ``target`` (made if missing); return the page's failure, or None."""
     target.mkdir(parents=True, exist_ok=True)
     for file_name, text in files.items():
-        (target / _SAFE.sub("_", file_name)).write_text(text, encoding="utf-8")
+        (target / _SAFE.sub("_", file_name)).write_text(scrub_stored(text), encoding="utf-8")
     parts = urlsplit(page.url)
     meta: dict[str, object] = {
         "label": label,
@@ -74,5 +78,6 @@ async def capture_page(
         error = meta["page_error"] = first_line(exc)
     else:
         (target / "page.html").write_text(html, encoding="utf-8")
-    (target / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    text = json.dumps(scrub_json(meta), indent=2)
+    (target / "meta.json").write_text(text, encoding="utf-8")
     return error

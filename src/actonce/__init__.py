@@ -97,6 +97,7 @@ from ._rules.operations import (
 )
 from ._rules.operator import ItemClass, RunStage, RunStatus, RunStop, RunSummary, SummaryItem
 from ._rules.receipts import Receipt
+from ._rules.scrub import scrub_json, scrub_stored
 from ._rules.secrets import FingerprintKey, is_secret_name, mask_url, scrub_text, scrub_url
 from ._run.approvals import ApprovalRequest, IntentRevision
 from ._run.clock import Clock, SystemClock
@@ -316,6 +317,8 @@ __all__ = [
     "origin_of",
     "provider_retry",
     "registry",
+    "scrub_json",
+    "scrub_stored",
     "scrub_text",
     "scrub_url",
     "threaded",

@@ -156,6 +156,8 @@ EXPORTED = [
     "origin_of",
     "provider_retry",
     "registry",
+    "scrub_json",
+    "scrub_stored",
     "scrub_text",
     "scrub_url",
     "threaded",

@@ -4,7 +4,7 @@ Password and token-like input values are stripped, cookie values are
 redacted from the HTML, the URL is recorded without query or fragment,
 cookies are never written. What actonce writes about the page (``meta.json``
 and the files it is given, ``wire.json``) passes the ledger's one rule set
-(:func:`actonce._rules.scrub.scrub_stored`) on its way to the disk, as
+(:func:`actonce.scrub_stored`) on its way to the disk, as
 every value the ledger stores does.
 """
 
@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 
-from .._rules.scrub import scrub_json, scrub_stored
+from actonce import scrub_json, scrub_stored
+
 from ._errors import first_line
 
 if TYPE_CHECKING:

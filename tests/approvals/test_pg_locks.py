@@ -59,6 +59,20 @@ def run_steps(
             return work, answer
 
 
+def _wait_for_a_lock(dsn: str, pid: int, thread: threading.Thread, outcome: object) -> None:
+    """Until backend ``pid`` waits for a lock (a condition, observed; at most 30 s)."""
+    with psycopg.connect(dsn, autocommit=True) as watch:
+        deadline = time.monotonic() + 30
+        while True:
+            row = watch.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()
+            if row is not None and row[0] == "Lock":
+                return
+            assert time.monotonic() < deadline and thread.is_alive(), outcome
+            time.sleep(0.01)  # sync-ok: polling pg_stat_activity for the lock wait
+
+
 def test_a_revision_and_a_releasing_transition_do_not_deadlock(
     pg_schema: tuple[str, str],
 ) -> None:
@@ -105,16 +119,7 @@ def test_a_revision_and_a_releasing_transition_do_not_deadlock(
         # ... the revision takes the intent row and waits for the effect row ...
         thread = threading.Thread(target=revise)
         thread.start()
-        with psycopg.connect(dsn, autocommit=True) as watch:
-            deadline = time.monotonic() + 30
-            while True:  # a condition, observed: the revision is waiting for a lock
-                row = watch.execute(
-                    "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (b_pid,)
-                ).fetchone()
-                if row is not None and row[0] == "Lock":
-                    break
-                assert time.monotonic() < deadline and thread.is_alive(), outcome
-                time.sleep(0.01)  # sync-ok: polling pg_stat_activity for the lock wait
+        _wait_for_a_lock(dsn, b_pid, thread, outcome)  # the revision waits for a lock
         # ... and the transition goes on: it must not wait for the intent row.
         try:
             outcome["transition"] = run_steps(a, paused, answer=answer)
@@ -191,16 +196,7 @@ def test_two_claims_drawing_on_two_pools_in_opposite_orders_do_not_deadlock(
         paused, answer = _run_until_a_pool_is_locked(first, _claim_drawing("k1", ("a", "b")))
         thread = threading.Thread(target=claim_second)
         thread.start()
-        with psycopg.connect(dsn, autocommit=True) as watch:
-            deadline = time.monotonic() + 30
-            while True:  # a condition, observed: the second claim waits for a lock
-                row = watch.execute(
-                    "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (second_pid,)
-                ).fetchone()
-                if row is not None and row[0] == "Lock":
-                    break
-                assert time.monotonic() < deadline and thread.is_alive(), outcome
-                time.sleep(0.01)  # sync-ok: polling pg_stat_activity for the lock wait
+        _wait_for_a_lock(dsn, second_pid, thread, outcome)  # the second claim waits
         try:
             outcome["first"] = run_steps(first, paused, answer=answer)
             first.commit()

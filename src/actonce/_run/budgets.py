@@ -43,9 +43,10 @@ def usage(names: list[str] | None, at: float | None) -> Generator[Op, Any, list[
         tick: Tick = yield NOW
         at = tick.now
     found: list[PoolUsage] = yield BudgetUsage(names, at)
-    # A pool is kept (and looked up) under its name as the ledger stores it.
+    # A pool is kept (and looked up) under its name as the ledger stores it:
+    # scrubbed, and scrubbing is idempotent, so that form is the one to find.
     stored = {u.pool.name for u in found}
-    missing = sorted(n for n in set(names or ()) if {n, scrub_stored(n)}.isdisjoint(stored))
+    missing = sorted(n for n in set(names or ()) if scrub_stored(n) not in stored)
     if missing:
         raise UsageError(f"no budget pool {', '.join(map(repr, missing))}")
     return found

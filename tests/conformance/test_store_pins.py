@@ -24,6 +24,7 @@ import pytest
 from actonce import (
     ApprovalStatus,
     EventType,
+    Intent,
     ItemClass,
     ItemStatus,
     LedgerOutcomeUnknown,
@@ -171,6 +172,41 @@ def test_a_value_postgresql_cannot_hold_is_refused_with_the_drivers_reason(
         pytest.skip("PostgreSQL's text refuses NUL; SQLite's holds it")
     with pytest.raises(UsageError, match=r"of this read \(nothing was sent\): .*NUL"):
         store.get("k\x00")
+
+
+def test_a_value_postgresql_cannot_hold_in_a_transaction_is_the_callers_too(
+    backend: str, store: Any
+) -> None:
+    """Found by this pin: inside a transaction such a value was ``LedgerUnavailable``
+    ("ledger transaction failed"), as if trying again could help."""
+    if backend != "postgres":
+        pytest.skip("PostgreSQL's text refuses NUL; SQLite's holds it")
+    with pytest.raises(UsageError, match=r"of this write \(nothing was sent\): .*NUL"):
+        store.intent_create(Intent("t\x00", "booking", user="ana"), NOW, "r")
+    assert store.intent_list(None, None, 10) == []
+    store.operation_put("op-1", None, "{}", NOW, "setup")
+    with pytest.raises(UsageError, match=r"of this write \(nothing was sent\): .*NUL"):
+        store.decision_put("op-1", 1, "accept", None, 0, "a\x00na", NOW, "why", "r")
+    assert store.decisions_of("op-1") == []
+    assert [e.type for e in store.events("operation:op-1")] == [EventType.OPERATION_STARTED]
+
+
+def test_the_async_store_too_takes_such_a_value_for_the_callers(
+    pg_schema: tuple[str, str], store: Any, backend: str
+) -> None:
+    if backend != "postgres":
+        pytest.skip("the asynchronous store is PostgreSQL's")
+    from actonce import AsyncPostgresStore
+
+    async def go() -> None:
+        other = AsyncPostgresStore(pg_schema[0], schema=pg_schema[1])
+        try:
+            with pytest.raises(UsageError, match=r"of this write \(nothing was sent\)"):
+                await other.intent_create(Intent("t\x00", "booking", user="ana"), NOW, "r")
+        finally:
+            await other.aclose()
+
+    asyncio.run(go())
 
 
 def test_the_async_store_too_refuses_a_packet_stored_twice_as_not_written(

@@ -28,7 +28,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable
+from .._rules.errors import LedgerOutcomeUnknown, LedgerUnavailable, UsageError
 from .._rules.holds import Gate, Settle
 from .._rules.model import EffectRecord, Event, Status
 from . import (
@@ -141,6 +141,15 @@ def _q(fn: Callable[P, ops.Work[T]]) -> Callable[P, ops.Work[T]]:
     return work
 
 
+def _raise_if_callers(exc: Exception, stmt: ops.Stmt) -> None:
+    """A value refused inside a transaction is the caller's, as outside one
+    (:func:`~actonce._store.postgres_ops.translate`: ``UsageError``, nothing
+    written); any other error is the transaction's to report."""
+    error = ops.translate(exc, stmt)
+    if isinstance(error, UsageError):
+        raise error from exc
+
+
 def _run_body(conn: psycopg.Connection[Any], work: ops.Work[T]) -> T:
     answer: Any = None
     while True:
@@ -151,8 +160,9 @@ def _run_body(conn: psycopg.Connection[Any], work: ops.Work[T]) -> T:
             return result
         try:
             cur = conn.execute(stmt.sql, stmt.params)
-        except (UnicodeError, ValueError) as exc:
-            raise LedgerUnavailable(f"ledger write refused a value: {exc}") from exc
+        except (psycopg.Error, UnicodeError, ValueError) as exc:
+            _raise_if_callers(exc, stmt)
+            raise
         answer = (cur.rowcount, cur.fetchall() if cur.description else [])
 
 
@@ -166,8 +176,9 @@ async def _arun_body(conn: psycopg.AsyncConnection[Any], work: ops.Work[T]) -> T
             return result
         try:
             cur = await conn.execute(stmt.sql, stmt.params)
-        except (UnicodeError, ValueError) as exc:
-            raise LedgerUnavailable(f"ledger write refused a value: {exc}") from exc
+        except (psycopg.Error, UnicodeError, ValueError) as exc:
+            _raise_if_callers(exc, stmt)
+            raise
         answer = (cur.rowcount, await cur.fetchall() if cur.description else [])
 
 

@@ -16,6 +16,8 @@ docs/testing.md ("Mutation score per area").
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ import pytest
 
 from actonce import (
     ApprovalStatus,
+    BadLedgerURL,
     EventType,
+    Gate,
     Intent,
     ItemClass,
     ItemStatus,
@@ -36,11 +40,15 @@ from actonce import (
     Status,
     SummaryItem,
     UsageError,
+    open_store,
     scrub_stored,
 )
+from actonce._rules.holds import Settle
 from actonce._store.rows import counts_from_rows, event_from_row, record_from_row
 
 from .test_gates import NOW, intent, packet
+from .test_gates import event as gated_event
+from .test_gates import record as gated_record
 from .test_store import T0, event, record
 
 
@@ -145,15 +153,7 @@ def test_a_read_only_store_refuses_to_queue_work(
     backend: str, store: Any, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Refused before anything is sent (the PostgreSQL store's check: a write statement)."""
-    if backend == "memory":
-        pytest.skip("a memory store has no read-only mode")
-    if backend == "sqlite":
-        reader: Any = SQLiteStore(str(tmp_path / "ledger.db"), readonly=True)
-    else:
-        from actonce import PostgresStore
-
-        dsn, schema = request.getfixturevalue("pg_schema")
-        reader = PostgresStore(dsn, schema=schema, readonly=True)
+    reader = _reader(backend, tmp_path, request)
     try:
         with pytest.raises(LedgerUnavailable, match="read-only"):
             reader.queue_put("mail", "{}", T0)
@@ -270,3 +270,166 @@ def _summary(run_id: str, ended: float) -> RunSummary:
                            status="confirmed"),),
         candidates=1,
     )  # fmt: skip
+
+
+# --- seed 2 (held out: judged before these were written) --------------------------------
+
+
+def test_an_extension_grows_the_owners_lease_and_never_shortens_it(store: Any) -> None:
+    new = record("k1", Status.EXECUTING)
+    assert store.claim(new, None, event(new)).acquired
+    assert store.extend("k1", (Status.EXECUTING, 1), T0 + 90) is True
+    assert store.get("k1").lease_expires_at == T0 + 90
+    assert store.extend("k1", (Status.EXECUTING, 1), T0 + 70) is True  # still the owner's
+    assert store.get("k1").lease_expires_at == T0 + 90
+    assert store.extend("k1", (Status.EXECUTING, 2), T0 + 120) is False  # another attempt's
+    assert store.extend("k1", (Status.CLAIMED, 1), T0 + 120) is False
+    assert store.get("k1").lease_expires_at == T0 + 90
+
+
+def test_a_settling_transition_writes_only_the_fields_it_names(store: Any) -> None:
+    store.intent_create(intent(), NOW, "setup")
+    new = gated_record("k1")
+    assert store.claim(
+        new, None, gated_event("k1", Status.CLAIMED), gate=Gate(intent().ref)
+    ).acquired
+    changed = replace(new, status=Status.FAILED, updated_at=NOW + 1, reason="x", owner="other")
+    done = store.transition(
+        (Status.CLAIMED, 1), changed, gated_event("k1", Status.FAILED),
+        settle=Settle.RELEASE, fields=("status", "updated_at"),
+    )  # fmt: skip
+    assert done is not None
+    got = store.get("k1")
+    assert (got.status, got.updated_at, got.reason, got.owner) == (
+        Status.FAILED,
+        NOW + 1,
+        None,
+        "w",
+    )
+    assert {h.status for h in store.holds_of("k1")} == {"released"}
+
+
+def test_a_revision_closes_a_claimed_effect_with_its_reason_and_event(store: Any) -> None:
+    store.intent_create(intent(), NOW, "setup")
+    new = gated_record("k1")
+    assert store.claim(
+        new, None, gated_event("k1", Status.CLAIMED), gate=Gate(intent().ref)
+    ).acquired
+    store.intent_revise(intent().ref, intent(2, when="x"), ("when",), NOW + 1, "r")
+    why = "trip@v1 superseded by v2 before this claim crossed the boundary"
+    got = store.get("k1")
+    assert (got.status, got.reason, got.updated_at) == (Status.FAILED, why, NOW + 1)
+    last = store.events("k1")[-1]
+    assert (last.type, last.from_status, last.to_status, last.fence, last.run_id) == (
+        EventType.FAILED, Status.CLAIMED, Status.FAILED, 1, "r",
+    )  # fmt: skip
+    assert (last.message, last.data) == (why, {"superseded_by": 2})
+
+
+def test_a_withdrawal_event_names_the_version_and_who(store: Any) -> None:
+    store.intent_create(intent(), NOW, "setup")
+    store.intent_withdraw(intent().ref, "ana", "changed my mind", NOW + 1, "r")
+    last = store.events("intent:trip")[-1]
+    assert last.type is EventType.INTENT_REVISED
+    assert last.message == "trip@v1 withdrawn by ana: changed my mind"
+    assert last.data == {"version": 1, "withdrawn": True, "by": "ana"}
+
+
+def test_a_gate_naming_a_missing_packet_is_refused_with_its_name(store: Any) -> None:
+    store.intent_create(intent(), NOW, "setup")
+    for gate in (Gate(intent().ref, "nope", Decimal("1")), Gate(None, "nope", Decimal("1"))):
+        result = store.claim(gated_record("k1"), None, gated_event("k1", Status.CLAIMED), gate=gate)
+        assert not result.acquired and result.refused is not None
+        assert result.refused.reason == "no approval packet nope"
+    assert store.get("k1") is None
+
+
+def test_run_summaries_list_newest_first_per_operator(store: Any) -> None:
+    one, two = _summary("op-1", T0), _summary("op-2", T0 + 10)
+    bob = replace(_summary("op-3", T0 + 5), operator="bob")
+    for s in (one, two, bob):
+        assert store.summary_put(s)
+    assert store.summary_list("alice", 10) == [two, one]
+    assert store.summary_list(None, 2) == [two, bob]
+    assert store.summary_list("nobody", 10) == []
+
+
+@pytest.mark.parametrize("fields", [None, ("status", "updated_at")])
+def test_a_read_only_store_refuses_a_transition(
+    backend: str,
+    store: Any,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    fields: tuple[str, ...] | None,
+) -> None:
+    new = record("k1")
+    assert store.claim(new, None, event(new)).acquired
+    done = replace(new, status=Status.FAILED, updated_at=T0 + 1)
+    reader = _reader(backend, tmp_path, request)
+    try:
+        with pytest.raises(LedgerUnavailable, match="read-only"):
+            reader.transition((Status.CLAIMED, 1), done, event(done, Status.CLAIMED), fields=fields)
+    finally:
+        reader.close()
+    assert store.get("k1") == new
+
+
+def test_a_sqlite_url_names_its_path_after_the_third_slash(tmp_path: Path) -> None:
+    where = tmp_path / "ledger.db"
+    store = open_store(f"sqlite:///{where}", create=True)  # sqlite:////abs/path.db
+    try:
+        assert store.path == str(where)
+    finally:
+        store.close()
+
+
+def test_a_schema_that_is_no_plain_identifier_is_refused_before_connecting() -> None:
+    from actonce import PostgresStore
+
+    with pytest.raises(BadLedgerURL, match="schema name 'a-b' must be a plain identifier"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", schema="a-b")
+    assert "schema" not in PostgresStore.conninfo("postgresql://u@h:5432/db?schema=s_1")
+
+
+def test_the_async_store_translates_a_refused_value_and_claims_by_compare_and_set(
+    pg_schema: tuple[str, str], store: Any, backend: str
+) -> None:
+    """Outside a transaction, a value it cannot hold is the caller's; a gated claim with
+    an expectation is a compare-and-set (a reclaim of an expired claim), not an insert."""
+    if backend != "postgres":
+        pytest.skip("the asynchronous store is PostgreSQL's")
+    from actonce import AsyncPostgresStore
+
+    store.intent_create(intent(), NOW, "setup")
+    first = gated_record("k1")
+    assert store.claim(
+        first, None, gated_event("k1", Status.CLAIMED), gate=Gate(intent().ref)
+    ).acquired
+    again = replace(first, fence=2, owner="w2", updated_at=NOW + 100)
+
+    async def go() -> Any:
+        other = AsyncPostgresStore(pg_schema[0], schema=pg_schema[1])
+        try:
+            with pytest.raises(UsageError, match=r"of this read \(nothing was sent\): .*NUL"):
+                await other.get("k\x00")
+            return await other.claim(
+                again, (Status.CLAIMED, 1), gated_event("k1", Status.CLAIMED, 2),
+                gate=Gate(intent().ref),
+            )  # fmt: skip
+        finally:
+            await other.aclose()
+
+    won = asyncio.run(go())
+    assert won.acquired and store.get("k1") == again
+
+
+def _reader(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+    """A read-only store on the ``store`` fixture's ledger."""
+    if backend == "memory":
+        pytest.skip("a memory store has no read-only mode")
+    if backend == "sqlite":
+        return SQLiteStore(str(tmp_path / "ledger.db"), readonly=True)
+    from actonce import PostgresStore
+
+    dsn, schema = request.getfixturevalue("pg_schema")
+    return PostgresStore(dsn, schema=schema, readonly=True)

@@ -69,6 +69,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 INSERT = f"INSERT INTO effects ({q.COLS}) VALUES ({q.MARKS}) ON CONFLICT (key) DO NOTHING"
+DELETE = "DELETE FROM effects WHERE key = ? AND status = ? AND fence = ?"
 CAS = f"UPDATE effects SET {q.SET} WHERE key = ? AND status = ? AND fence = ?"
 # BEGIN IMMEDIATE serialises takers: this UPDATE ... RETURNING is what
 # FOR UPDATE SKIP LOCKED gives on PostgreSQL.
@@ -376,9 +377,26 @@ class SQLiteStore:
                     run_sqlite(c, work)
                 return True, ClaimResult(True, new)
             row = c.execute(q.GET, (new.key,)).fetchone()
-            return False, ClaimResult(False, record_from_row(row))
+            return False, ClaimResult(False, None if row is None else record_from_row(row))
 
         return self._write(fn, durable=durable)
+
+    def release(
+        self, key: str, expect: tuple[Status, int], restore: EffectRecord | None, event: Event
+    ) -> bool:
+        """Give back an unperformed claim: the row it replaced, or no row (one event)."""
+        if restore is None:
+            text, params = DELETE, (key, expect[0]._value_, expect[1])
+        else:
+            text, params = CAS, _cas_params(restore, expect)
+
+        def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
+            if c.execute(text, params).rowcount != 1:
+                return False, False
+            c.execute(q.EVENT, event_params(event))
+            return True, True
+
+        return self._write(fn)
 
     def transition(
         self,

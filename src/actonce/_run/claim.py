@@ -92,8 +92,13 @@ def _release(plan: Plan, st: State, why: str) -> Generator[Op, Any, None]:
 
 
 def claim_effect(
-    plan: Plan, st: State, obs: d.Observation, look_first: bool = True
+    plan: Plan, st: State, obs: d.Observation, look_first: bool = True, blind: bool = False
 ) -> Generator[Op, Any, RunResult | None]:
+    """Claim the key; ``None``: the loop goes on (won, lost, or a direct claim performed).
+
+    ``blind``: the record was not read first (claim first): an insert that
+    loses is how the run reads it, and is no rejection worth a note.
+    """
     if look_first and plan.has_precondition and not st.precondition_checked:
         stopped = yield from precondition_holds(plan, st, obs)
         if stopped is not None:
@@ -166,6 +171,8 @@ def claim_effect(
     if claim.record is None:  # lost to a claim released meanwhile: the key is new again
         return None
     if not claim.acquired:
+        if blind:
+            return None
         held = f"held by {claim.record.owner}"
         yield AppendEvent(event_of(plan, claim.record, EventType.CLAIM_REJECTED, now, message=held))
         return None

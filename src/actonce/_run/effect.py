@@ -11,7 +11,7 @@ every write goes through :func:`~actonce._run.writes.move` or the claim
 on (status, fence) with their one event.
 
 The order for one effect (seed 001, "Write the Claim Before the Click"),
-claim first: load → atomic claim → verify (the one look before the
+claim first: atomic claim (the record read only when it loses) → verify (the one look before the
 boundary, under the claim: confirmed is recorded, unavailable releases the
 claim) → precondition → durable ``executing`` mark → lease check → perform
 once (the driver extends the lease meanwhile) → verify with backoff, the
@@ -65,14 +65,25 @@ _MOVES, _decide = d.MOVES, d.decide
 
 
 def run_effect(plan: Plan) -> Steps:
-    """Run one effect: at most one perform, or an explicit unknown state."""
+    """Run one effect: at most one perform, or an explicit unknown state.
+
+    Claim first: the key is claimed as new at once (``INSERT ... ON CONFLICT
+    DO NOTHING``); the record is read only when that insert loses. A run that
+    looks first (a direct or a gated claim) reads the record, then decides.
+    """
     tick: Tick = yield NOW
-    record: EffectRecord | None = yield Get(plan.key)
+    st = State(None, tick, False)
+    if looks_first(plan):
+        st.record = yield Get(plan.key)
+    else:
+        yield from claim_effect(plan, st, d.Observation.NOT_CHECKED, look_first=False, blind=True)
+    record = st.record
     if record is not None and record.payload_hash != plan.payload_hash:
         why = f"refused payload {plan.payload_hash}"
-        yield AppendEvent(event_of(plan, record, EventType.PAYLOAD_MISMATCH, tick.now, message=why))
+        now = st.tick.now
+        yield AppendEvent(event_of(plan, record, EventType.PAYLOAD_MISMATCH, now, message=why))
         raise PayloadMismatch(plan.key, record.payload_hash, plan.payload_hash)
-    return (yield from _loop(plan, record, tick, reconcile=False))
+    return (yield from _loop(plan, st))
 
 
 def needs_reconcile(record: EffectRecord, now: float, *, trusted: bool = True) -> bool:
@@ -86,14 +97,14 @@ def reconcile_effect(plan: Plan, record: EffectRecord) -> Steps:
     if not needs_reconcile(record, tick.now, trusted=tick.trusted):
         why = "owner's lease is live" if tick.trusted else "the ledger clock stepped"
         return result_of(Outcome.DEFERRED, record, f"{why}; left alone")
-    return (yield from _loop(plan, record, tick, reconcile=True))
+    return (yield from _loop(plan, State(record, tick, True)))
 
 
 # --- the loop ---------------------------------------------------------------------
 
 
-def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: bool) -> Steps:
-    st = State(record, tick, reconcile)
+def _loop(plan: Plan, st: State) -> Steps:
+    reconcile = st.reconcile
     look_first = looks_first(plan)
     for _ in range(_MAX_STEPS):
         sit = st.situation()

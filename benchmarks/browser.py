@@ -14,8 +14,9 @@ timed):
   for that page's ``load`` event (done in both modes, so that neither the
   next form nor a verification pays for the previous page);
 - ``guarded``: ``Ledger.run`` of the same effect (``browser.as_effect``) on a
-  fresh SQLite ledger, default policy: verify, precondition, claim, verify
-  again, executing mark, perform, verify, confirmed.
+  fresh SQLite ledger, default policy: claim, verify (the one look before
+  the boundary, under the claim), precondition, executing mark, perform,
+  verify, confirmed.
 
 Verification page loads are what buys safety and are reported apart: the
 ``verify()`` and ``precondition()`` callables are wrapped to time them, and

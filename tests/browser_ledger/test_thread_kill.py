@@ -4,7 +4,7 @@ The worker is the demo's (``python -m actonce.demo._worker CONFIG.json``,
 an operator run per actor): its own Python, its own Chromium, the same
 SQLite ledger file. Part 2's
 first verification (a search) is held by the sandbox, so the kill lands at a
-known step: after part 1 is confirmed, before part 2 is claimed. The test
+known step: after part 1 is confirmed, while part 2 is claimed and not marked. The test
 watches the ledger and the sandbox's request log (polling with a deadline),
 then kills the process group it started.
 """
@@ -141,7 +141,7 @@ def test_thread_resumes_at_part_two_after_sigkill(
             summary = Operator(ledger, "fresh-alice", stages, kinds=KINDS, owner="fresh-run").run()
         finally:
             agent.close()
-        assert summary.status.value == "completed", summary.lines()
+        assert summary.status.value == "completed", "\n".join(summary.lines())
         assert [(part, r.outcome, r.attempt) for part, r in results] == [
             (1, Outcome.COMPLETED, 2),  # the stale claim was attempt 1
             (2, Outcome.COMPLETED, 1),

@@ -589,6 +589,9 @@ PLANTS: tuple[Plant, ...] = (
             "test_a_hard_stop_after_the_executing_mark_is_classified_ambiguous",
         ),
         expect="a hard stop after the mark",
+        cheap=True,
+    ),
+    Plant(
         name="release-fails-the-claim",
         bug="an unperformed claim whose look was unavailable is failed instead of given back "
         "(a step of an operation would read as failed and be compensated)",

@@ -56,6 +56,7 @@ from .._rules.operator import (
     RunSummary,
     SummaryItem,
     classify,
+    may_have_happened,
     open_why,
 )
 from .._rules.text import world_text
@@ -341,8 +342,10 @@ def _reconcile(run: _Run) -> Gen:
             notes[record.key] = _text(result.reason)
     left: list[EffectRecord] = []
     statuses = tuple(sorted(AMBIGUOUS_STATUSES))
+    tick: Tick = yield NOW
     for kind in sorted(cfg.kinds):
         rows: list[EffectRecord] = yield Select(statuses, cfg.limit, kind)
+        rows = [r for r in rows if may_have_happened(r, tick.now, tick.trusted)]
         left += yield from _mine(run, rows)
     if not left:
         return

@@ -69,7 +69,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 INSERT = f"INSERT INTO effects ({q.COLS}) VALUES ({q.MARKS}) ON CONFLICT (key) DO NOTHING"
-DELETE = "DELETE FROM effects WHERE key = ? AND status = ? AND fence = ?"
 CAS = f"UPDATE effects SET {q.SET} WHERE key = ? AND status = ? AND fence = ?"
 # BEGIN IMMEDIATE serialises takers: this UPDATE ... RETURNING is what
 # FOR UPDATE SKIP LOCKED gives on PostgreSQL.
@@ -385,10 +384,8 @@ class SQLiteStore:
         self, key: str, expect: tuple[Status, int], restore: EffectRecord | None, event: Event
     ) -> bool:
         """Give back an unperformed claim: the row it replaced, or no row (one event)."""
-        if restore is None:
-            text, params = DELETE, (key, expect[0]._value_, expect[1])
-        else:
-            text, params = CAS, _cas_params(restore, expect)
+        text, params = (q.DELETE, (key, expect[0]._value_, expect[1])) if restore is None else (
+            CAS, _cas_params(restore, expect))  # fmt: skip
 
         def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
             if c.execute(text, params).rowcount != 1:

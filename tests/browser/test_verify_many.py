@@ -66,9 +66,7 @@ def _pages(session: BrowserSession) -> list[str]:
     urls: list[str] = []
 
     async def listen(s: Any) -> None:
-        s.page.on(
-            "request", lambda r: urls.append(r.url) if r.is_navigation_request() else None
-        )
+        s.page.on("request", lambda r: urls.append(r.url) if r.is_navigation_request() else None)
 
     session.run(listen)
     return urls

@@ -10,12 +10,15 @@ per listing per pass). Both must end every effect the same way.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from actonce import (
+    Absent,
+    AsyncLedger,
     Effect,
     EffectRecord,
     Ledger,
@@ -26,8 +29,16 @@ from actonce import (
     Unavailable,
     Verdict,
 )
-from actonce.browser import BrowserSession, InvoiceEffect, Listings, Media, PostEffect, as_effect
-from actonce.sandbox import FaultRule, SandboxServer
+from actonce.browser import (
+    AsyncBrowser,
+    BrowserSession,
+    InvoiceEffect,
+    Listings,
+    Media,
+    PostEffect,
+    as_effect,
+)
+from actonce.sandbox import SEED_USERS, FaultRule, SandboxServer
 
 from .conftest import SessionFactory, key
 
@@ -227,3 +238,49 @@ def test_an_absence_read_before_the_settle_window_ended_is_looked_at_again(
     assert shared == alone
     own = sorted(u for u in pages if "q=" in u or "reference=" in u)
     assert own == [f"{base}/invoices?reference=REF-1", f"{base}/search?author=alice&q=Never+two"]
+
+
+def test_an_async_session_makes_async_verifiers_for_the_async_ledger(
+    server: SandboxServer, base: str, tmp_path: Path
+) -> None:
+    asyncio.run(_async_pass(server, tmp_path))
+
+
+async def _async_pass(server: SandboxServer, tmp_path: Path) -> None:
+    browser = await AsyncBrowser.launch()
+    try:
+        session = await browser.new_session(server.url, "alice")
+        await session.login(SEED_USERS["alice"])
+        registry = Registry()
+        ledger = AsyncLedger.open(str(tmp_path / "async.db"), create=True, registry=registry)
+        for ref in ("A-1", "A-2"):
+            looks = [0]
+
+            def verify(looks: list[int] = looks) -> Verdict:
+                looks[0] += 1
+                return Absent() if looks[0] == 1 else Unavailable("left for reconcile")
+
+            def perform(ref: str = ref) -> None:
+                if ref == "A-1":  # it happened, and its answer was lost
+                    server.db.create_invoice("alice", ref, 10)
+                raise RuntimeError("the answer was lost")
+
+            payload = {"account": "alice", "reference": ref, "amount": 10}
+            k = key(ref, kind="invoice")
+            result = await ledger.run(
+                Effect(k, "invoice", payload, perform, verify, policy=GIVE_UP)
+            )
+            assert result.status is Status.UNKNOWN
+        listings = Listings(session, ledger.clock)
+        listings.register(registry, "invoice", invoice_of, policy=INVOICE_R)
+        with listings.one_pass():
+            report = await ledger.reconcile()
+        await ledger.aclose()
+    finally:
+        await browser.aclose()
+    ends = {r.key: (r.status, r.result_ref) for r in report.results}
+    assert ends == {
+        key("A-1", kind="invoice").value: (Status.CONFIRMED, server.url + "/invoices/1"),
+        key("A-2", kind="invoice").value: (Status.FAILED, None),
+    }
+    assert listings.loads == 1

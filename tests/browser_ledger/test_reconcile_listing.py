@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from actonce import (
     Absent,
     AsyncLedger,
@@ -215,18 +217,26 @@ def test_a_failing_listing_leaves_every_effect_it_judges_unavailable(
     ]
 
 
-class _Before:
-    """A ledger clock that reads a time before every effect's settle window ends."""
+class _Clock:
+    """A ledger clock for the listing's reads, fixed."""
+
+    def __init__(self, now: float, trusted: bool) -> None:
+        self._now, self._trusted = now, trusted
 
     def now(self) -> float:
-        return 0.0
+        return self._now
 
     def trusted(self) -> bool:
-        return True
+        return self._trusted
 
 
+@pytest.mark.parametrize(
+    "clock",
+    [_Clock(0.0, True), _Clock(1e12, False)],
+    ids=["read-before-the-window-ended", "untrusted-clock"],
+)
 def test_an_absence_read_before_the_settle_window_ended_is_looked_at_again(
-    server: SandboxServer, base: str, session: SessionFactory, tmp_path: Path
+    server: SandboxServer, base: str, session: SessionFactory, tmp_path: Path, clock: _Clock
 ) -> None:
     """The listing's absences prove nothing yet: each absent effect runs its own
     ``verify`` at the time its verdict counts; what the listing found stays."""
@@ -234,7 +244,7 @@ def test_an_absence_read_before_the_settle_window_ended_is_looked_at_again(
     checker = session("alice")
     alone = _one_by_one(first, checker)
     pages = _pages(checker)
-    shared, _ = _shared(second, checker, clock=_Before())
+    shared, _ = _shared(second, checker, clock=clock)
     assert shared == alone
     own = sorted(u for u in pages if "q=" in u or "reference=" in u)
     assert own == [f"{base}/invoices?reference=REF-1", f"{base}/search?author=alice&q=Never+two"]

@@ -14,8 +14,9 @@ timed):
   for that page's ``load`` event (done in both modes, so that neither the
   next form nor a verification pays for the previous page);
 - ``guarded``: ``Ledger.run`` of the same effect (``browser.as_effect``) on a
-  fresh SQLite ledger, default policy: verify, precondition, claim, verify
-  again, executing mark, perform, verify, confirmed.
+  fresh SQLite ledger, default policy: claim, verify (the one look before
+  the boundary, under the claim), precondition, executing mark, perform,
+  verify, confirmed.
 
 Verification page loads are what buys safety and are reported apart: the
 ``verify()`` and ``precondition()`` callables are wrapped to time them, and
@@ -34,7 +35,17 @@ is measured by a third batch in each round, next to the unguarded one:
 ``raw``, the same performs with the guard switched off (a private switch,
 for this measurement only); ``network_guard_perform_ratio`` is unguarded ÷
 raw, the median of the per-round ratios.
-The last line (with ``--json``) is one JSON object. Nothing is asserted.
+
+Reconcile is measured apart, side by side in each round: ``--effects``
+effects (posts and invoices alternating) are performed and left
+``unknown`` (their owners' look after the perform is down), the ledger is
+copied, and the two copies are reconciled on the same world — one by one
+(each kind's verifier runs the effect's own ``verify``: one page per
+effect) and with ``actonce.browser.Listings`` (one read of each shared
+listing per pass). ``reconcile_*_per_effect`` are requests and main-frame
+navigations per reconciled effect; ``reconcile_requests_ratio`` is shared
+÷ one by one. Both must end every effect the same way (asserted).
+The last line (with ``--json``) is one JSON object. Nothing else is asserted.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import statistics
 import tempfile
 import time
@@ -49,8 +61,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actonce import Ledger, Outcome, Policy, SQLiteStore, effect_key
-from actonce.browser import Browser, BrowserSession, as_effect
+from actonce import (
+    Effect,
+    EffectRecord,
+    Ledger,
+    Outcome,
+    Policy,
+    Registry,
+    SQLiteStore,
+    Status,
+    Unavailable,
+    Verdict,
+    effect_key,
+)
+from actonce.browser import (
+    Browser,
+    BrowserSession,
+    InvoiceEffect,
+    Listings,
+    PostEffect,
+    SiteEffect,
+    as_effect,
+)
 from actonce.browser import Effect as Bound
 from actonce.sandbox import SEED_USERS, SandboxServer
 
@@ -227,6 +259,86 @@ def run_guarded(
     }
 
 
+GIVE_UP = Policy(settle_seconds=0.0, verify_attempts=1, verify_backoff=0.01)
+"""The owners' policy in the reconcile measurement: one look after the perform."""
+
+
+def site_of(record: EffectRecord) -> SiteEffect:
+    """The site effect a stored record describes (reconcile's side)."""
+    p = record.data
+    if record.kind == "post":
+        return PostEffect(p["author"], p["text"])
+    return InvoiceEffect(p["account"], p["reference"], p["amount"])
+
+
+def left_unknown(session: BrowserSession, path: Path, round_: int, n: int) -> None:
+    """``n`` performed effects left ``unknown``: their look after the perform is down."""
+    with Ledger.open(str(path), create=True) as ledger:
+        for i, bound in enumerate(batch(session, round_, "rec", n)):
+            k = effect_key(
+                tenant="bench",
+                actor=ACTOR,
+                kind=bound.kind,
+                object=f"rec-{round_}-{i}",
+                operation="create",
+            )
+            eff = as_effect(bound, k, policy=GIVE_UP)
+            looks = [0]
+
+            def verify(bound: Bound = bound, looks: list[int] = looks) -> Verdict:
+                looks[0] += 1
+                return bound.verify() if looks[0] == 1 else Unavailable("down")
+
+            result = ledger.run(
+                Effect(eff.key, eff.kind, eff.payload, bound.perform, verify, policy=GIVE_UP)
+            )
+            assert result.status is Status.UNKNOWN, result
+
+
+def reconcile_once(session: BrowserSession, path: Path, shared: bool) -> dict[str, Any]:
+    registry = Registry()
+    policy = Policy()
+    with Ledger.open(str(path), registry=registry) as ledger:
+        listings = Listings(session, ledger.clock)
+        for kind in ("post", "invoice"):
+            if shared:
+                listings.register(registry, kind, site_of, policy=policy)
+            else:
+                registry.register(
+                    kind, lambda r: session.effect(site_of(r)).verify(), policy=policy
+                )
+        traffic = Traffic(session)
+        t = time.perf_counter()
+        with listings.one_pass():
+            report = ledger.reconcile()
+        total = time.perf_counter() - t
+    ends = sorted((r.key, str(r.status), r.result_ref) for r in report.results)
+    return {
+        "total": total,
+        "requests": traffic.requests,
+        "navigations": traffic.navigations,
+        "ends": ends,
+    }
+
+
+def run_reconcile(
+    browser: Browser, server: SandboxServer, folder: Path, round_: int, n: int
+) -> dict[str, Any]:
+    session = fresh_session(browser, server)
+    try:
+        alone, shared = folder / f"rec-{round_}-alone.db", folder / f"rec-{round_}-shared.db"
+        left_unknown(session, alone, round_, n)
+        shutil.copy(alone, shared)
+        order = [(alone, False), (shared, True)]
+        runs = {s: reconcile_once(session, p, s) for p, s in order[:: 1 if round_ % 2 else -1]}
+    finally:
+        session.close()
+    one, many = runs[False], runs[True]
+    assert one["ends"] == many["ends"], (one["ends"], many["ends"])
+    assert all(status == str(Status.CONFIRMED) for _k, status, _r in one["ends"]), one["ends"]
+    return {"one": one, "shared": many}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
@@ -235,6 +347,7 @@ def main() -> None:
     args = parser.parse_args()
     n = args.effects
     rounds: list[dict[str, Any]] = []
+    recs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, SandboxServer() as server, Browser() as browser:
         # Warm-up (not counted): first page loads, template compilation, JIT.
         run_unguarded(browser, server, -1, 2)
@@ -250,12 +363,21 @@ def main() -> None:
                 u = run_unguarded(browser, server, r, n)
                 raw = run_unguarded(browser, server, r, n, network_guard=False)
             rounds.append({"u": u, "g": g, "raw": raw})
+            rec = run_reconcile(browser, server, Path(tmp), r, n)
+            recs.append(rec)
             print(
                 f"round {r}: raw (no network guard) {1000 * raw['total'] / n:7.1f} ms/effect, "
                 f"unguarded {1000 * u['total'] / n:7.1f} ms/effect, guarded "
                 f"{1000 * g['total'] / n:7.1f} ms/effect of which verify "
                 f"{1000 * g['verify'] / n:6.1f}, precondition {1000 * g['precondition'] / n:5.1f},"
                 f" ledger store {1000 * g['store'] / n:5.1f}, perform {1000 * g['perform'] / n:6.1f}",
+                flush=True,
+            )
+            print(
+                f"round {r}: reconcile of {n} unknown effects: one by one "
+                f"{rec['one']['requests'] / n:.2f} requests/effect "
+                f"({1000 * rec['one']['total'] / n:.1f} ms), shared listing "
+                f"{rec['shared']['requests'] / n:.2f} ({1000 * rec['shared']['total'] / n:.1f} ms)",
                 flush=True,
             )
 
@@ -322,6 +444,20 @@ def main() -> None:
         "navigations_per_effect": per_count("navigations"),
         "navigations_per_effect_unguarded": per_count("navigations", "u"),
     }
+
+    def per_rec(side: str, field: str) -> float:
+        return round(statistics.median(x[side][field] for x in recs) / n, 3)
+
+    for side, name in (("one", "one_by_one"), ("shared", "shared")):
+        summary[f"reconcile_requests_per_effect_{name}"] = per_rec(side, "requests")
+        summary[f"reconcile_navigations_per_effect_{name}"] = per_rec(side, "navigations")
+        summary[f"reconcile_ms_per_effect_{name}"] = round(1000 * per_rec(side, "total"), 2)
+    summary["reconcile_requests_ratio"] = round(
+        statistics.median(x["shared"]["requests"] / x["one"]["requests"] for x in recs), 4
+    )
+    summary["reconcile_navigations_ratio"] = round(
+        statistics.median(x["shared"]["navigations"] / x["one"]["navigations"] for x in recs), 4
+    )
     summary["requests_ratio"] = round(
         summary["requests_per_effect"] / summary["requests_per_effect_unguarded"], 4
     )
@@ -333,6 +469,14 @@ def main() -> None:
         f"{summary['requests_per_effect']} guarded vs {summary['requests_per_effect_unguarded']} "
         f"unguarded (ratio {summary['requests_ratio']}), main-frame navigations "
         f"{summary['navigations_per_effect']} vs {summary['navigations_per_effect_unguarded']}"
+    )
+    print(
+        f"reconcile: requests per effect {summary['reconcile_requests_per_effect_shared']} with "
+        f"the shared listing vs {summary['reconcile_requests_per_effect_one_by_one']} one by one "
+        f"(ratio {summary['reconcile_requests_ratio']}), main-frame navigations "
+        f"{summary['reconcile_navigations_per_effect_shared']} vs "
+        f"{summary['reconcile_navigations_per_effect_one_by_one']} "
+        f"(ratio {summary['reconcile_navigations_ratio']})"
     )
     if args.json:
         print(json.dumps(summary, sort_keys=True))

@@ -6,7 +6,8 @@ ratios are taken round by round and the median is reported:
 
 - ``actonce``: ``Ledger.run`` on the happy path, no-op perform, a verify that
   answers ``Absent`` before the perform and ``Confirmed`` after it (default
-  policy: re-verify after the claim, 3 commits);
+  policy: claim first, the one look before the perform under the claim,
+  3 commits);
 - ``actonce_no_reverify``: the same with ``Policy(verify_after_claim=False)``
   (2 commits);
 - ``raw``: hand-written SQL writing the same rows with the same durability:

@@ -120,8 +120,9 @@ def test_row_01_unclaimed_confirmed_is_recorded_and_skipped(
     result = ledger.run(c.effect(key("r01"), POST))
     assert result.outcome is Outcome.SKIPPED and result.status is Status.CONFIRMED
     assert result.result_ref == base + "/posts/1"
-    assert c.performs == 0 and c.preconditions == 0
-    assert types(ledger, key("r01")) == [E.CONFIRMED]
+    assert c.performs == 0 and c.preconditions == 0 and c.verifies == 1
+    # Claim first: the one look runs under the claim, which records what it found.
+    assert types(ledger, key("r01")) == [E.CLAIMED, E.CONFIRMED]
     assert truth()["totals"]["posts"] == 1
 
 
@@ -133,8 +134,8 @@ def test_row_02_unclaimed_absent_is_claimed_and_executed(
     result = ledger.run(c.effect(k, INVOICE))
     assert result.outcome is Outcome.COMPLETED and result.performed and result.attempt == 1
     assert (
-        c.preconditions == 1 and c.performs == 1 and c.verifies == 3
-    )  # before, after claim, after
+        c.preconditions == 1 and c.performs == 1 and c.verifies == 2
+    )  # under the claim, after the perform
     assert types(ledger, k) == [E.CLAIMED, E.EXECUTING, E.CONFIRMED]
     assert truth()["totals"]["invoices"] == 1
 
@@ -151,8 +152,8 @@ def test_row_03_unclaimed_unavailable_is_not_executed(
     result = ledger.run(c.effect(key("r03"), POST))
     assert result.outcome is Outcome.DEFERRED and result.status is None
     assert c.verifies == POST.verify_attempts and c.performs == 0 and c.preconditions == 0
-    assert ledger.get(key("r03").value) is None
-    assert types(ledger, key("r03")) == [E.VERIFICATION_UNAVAILABLE]
+    assert ledger.get(key("r03").value) is None  # the claim was given back
+    assert types(ledger, key("r03")) == [E.CLAIMED, E.RELEASED, E.VERIFICATION_UNAVAILABLE]
     assert submits() == [] and truth()["totals"]["posts"] == 0
 
 
@@ -181,10 +182,11 @@ def test_row_05_requested_then_confirmed_is_recorded_and_skipped(
 ) -> None:
     """Claimed, then the result shows up before the click (someone else made it)."""
     c = Counted(session("alice").post_effect("Beaten to it"))
-    c.before_verify = lambda n: _external_post(server, "alice", "Beaten to it") if n == 2 else None
+    # Claim first: the look under the claim is the first one.
+    c.before_verify = lambda n: _external_post(server, "alice", "Beaten to it") if n == 1 else None
     result = ledger.run(c.effect(key("r05"), POST))
     assert result.outcome is Outcome.SKIPPED and result.status is Status.CONFIRMED
-    assert c.performs == 0 and c.verifies == 2
+    assert c.performs == 0 and c.verifies == 1
     assert types(ledger, key("r05")) == [E.CLAIMED, E.CONFIRMED]
     assert truth()["totals"]["posts"] == 1
 
@@ -203,7 +205,7 @@ def test_row_06_requested_temporarily_absent_retries_verification_only(
     result = ledger.run(c.effect(key("r06"), patient))
     # Absent inside the settle window: verification was retried, then unknown.
     assert result.outcome is Outcome.NEEDS_REVIEW and result.status is Status.UNKNOWN
-    assert c.performs == 1 and c.verifies == 2 + patient.verify_attempts
+    assert c.performs == 1 and c.verifies == 1 + patient.verify_attempts  # 1: under the claim
     # A second run while it is still hidden: verify only, then hold.
     held = Counted(s.post_effect("Not indexed yet"))
     second = ledger.run(held.effect(key("r06"), patient))
@@ -337,8 +339,8 @@ def test_row_12_precondition_no_longer_holds_stops(
     assert result.outcome is Outcome.FAILED and result.status is None
     assert result.reason == "precondition no longer holds"
     assert c.preconditions == 1 and c.performs == 0
-    assert ledger.get(k.value) is None  # failed without a claim
-    assert types(ledger, k) == [E.PRECONDITION_FAILED]
+    assert ledger.get(k.value) is None  # failed, its claim given back
+    assert types(ledger, k) == [E.CLAIMED, E.RELEASED, E.PRECONDITION_FAILED]
     assert submits() == [] and truth()["totals"]["bookings"] == 0
 
 

@@ -59,7 +59,7 @@ def test_lost_response_with_verification_down_is_unknown_then_reconciled(
     c.after_perform = lambda: faults(FaultRule("view.search", "rate_limit"))
     result = ledger.run(c.effect(key("lost-later"), POST))
     assert result.outcome is Outcome.NEEDS_REVIEW and result.status is Status.UNKNOWN
-    assert c.performs == 1 and c.verifies == 2 + POST.verify_attempts
+    assert c.performs == 1 and c.verifies == 1 + POST.verify_attempts  # 1: under the claim
     assert "verification unavailable" in (result.reason or "")
     assert truth()["totals"]["posts"] == 1
 
@@ -169,7 +169,9 @@ def test_late_indexing_inside_the_window_is_confirmed(
     )
     result = ledger.run(c.effect(key("late-ok"), policy))
     assert result.outcome is Outcome.COMPLETED and result.status is Status.CONFIRMED
-    assert c.performs == 1 and c.verifies >= 3  # absent (unsettled), retried, then found
+    # One look under the claim; after the perform, found (the page the click left
+    # counts the post, verify_here), or absent inside the window and retried.
+    assert c.performs == 1 and c.verifies >= 2
     assert types(ledger, key("late-ok")) == [E.CLAIMED, E.EXECUTING, E.CONFIRMED]
     assert truth()["totals"]["posts"] == 1
 

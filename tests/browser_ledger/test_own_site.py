@@ -90,8 +90,12 @@ def test_a_login_wall_before_the_claim_is_a_hard_stop(
     result = ledger.run(as_effect(s.post_effect("Behind a wall"), key("wall"), policy=POST))
     assert result.outcome is Outcome.HARD_STOP and not result.performed
     assert "login wall" in (result.reason or "")
-    assert ledger.get(key("wall").value) is None  # nothing claimed
-    assert types(ledger, key("wall")) == [EventType.HARD_STOP]
+    assert ledger.get(key("wall").value) is None  # its claim was given back
+    assert types(ledger, key("wall")) == [
+        EventType.CLAIMED,
+        EventType.RELEASED,
+        EventType.HARD_STOP,
+    ]
     assert submits() == []
 
 

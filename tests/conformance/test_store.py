@@ -137,6 +137,47 @@ def test_a_transition_expecting_unknown_on_a_row_in_review_at_that_fence_changes
         assert store.events("rv") == before, "a refused move wrote an event"
 
 
+def released(r: EffectRecord, to: EffectRecord | None) -> Event:
+    return Event(
+        key=r.key,
+        type=EventType.RELEASED,
+        at=r.updated_at,
+        fence=r.fence,
+        run_id=r.owner,
+        from_status=r.status,
+        to_status=None if to is None else to.status,
+    )
+
+
+def test_release_gives_an_unperformed_claim_back_by_compare_and_set(store: Any) -> None:
+    # A claim of a new key, given back: no row, as if never claimed, and one event.
+    fresh = record("rel")
+    store.claim(fresh, None, event(fresh))
+    assert not store.release("rel", (Status.CLAIMED, 2), None, released(fresh, None))
+    assert not store.release("rel", (Status.EXECUTING, 1), None, released(fresh, None))
+    assert store.get("rel") == fresh  # a stale expectation writes nothing
+    assert store.release("rel", (Status.CLAIMED, 1), None, released(fresh, None))
+    assert store.get("rel") is None
+    assert not store.release("rel", (Status.CLAIMED, 1), None, released(fresh, None))
+    assert [e.type for e in store.events("rel")] == [EventType.CLAIMED, EventType.RELEASED]
+    # The next claim takes the key as new, and the counts do not see the released row.
+    again = record("rel", owner="b", updated_at=T0 + 1)
+    assert store.claim(again, None, event(again)).acquired
+    # A re-claim of a failed attempt, given back: the failed row exactly as it was.
+    old = record("rel2", Status.FAILED, 1, reason="declined")
+    store.claim(old, None, event(old))
+    claim = record("rel2", Status.CLAIMED, 2, owner="c", updated_at=T0 + 5)
+    assert store.claim(claim, (Status.FAILED, 1), event(claim, Status.FAILED)).acquired
+    assert store.release("rel2", (Status.CLAIMED, 2), old, released(claim, old))
+    assert store.get("rel2") == old
+    history = store.events("rel2")
+    assert [(e.type, e.fence, e.to_status) for e in history] == [
+        (EventType.FAILED, 1, Status.FAILED),
+        (EventType.CLAIMED, 2, Status.CLAIMED),
+        (EventType.RELEASED, 2, Status.FAILED),
+    ]
+
+
 def test_append_event_keeps_data_and_order(store: Any) -> None:
     r = record("e")
     store.claim(r, None, event(r))

@@ -205,6 +205,26 @@ def test_two_workers_a_reconciler_and_a_reviewer_explore_clean() -> None:
     assert "at_most_one_accepted" in report.residuals  # the documented residual, accepted
 
 
+def test_the_ci_bound_explores_clean_claim_first() -> None:
+    """The CI bound on the default policy: claim first, the one look before the
+    boundary under the claim (a release gives an unperformed claim back), the mark,
+    the perform, the look after it (docs/explore.md has its figures).
+    """
+    bounds = Bounds(
+        workers=2,
+        crashes=1,
+        ticks=1,
+        reviews=1,
+        failed_writes=0,
+        verify_after_claim=True,
+        performs=("ok",),
+    )
+    report = explore(bounds)
+    assert report.ok, report.summary()
+    assert report.complete and report.states > 100_000 and report.quiescent > 0
+    assert "at_most_one_accepted" in report.residuals  # the documented residual, accepted
+
+
 #: Found by the explorer in the real protocol (docs/explore.md, "What it found"):
 #: an overtaken owner's alarm moves a live attempt to review; a reviewer who
 #: sees nothing in the world says "not happened" while that attempt's owner,

@@ -591,4 +591,54 @@ PLANTS: tuple[Plant, ...] = (
         expect="a hard stop after the mark",
         cheap=True,
     ),
+    Plant(
+        name="release-fails-the-claim",
+        bug="an unperformed claim whose look was unavailable is failed instead of given back "
+        "(a step of an operation would read as failed and be compensated)",
+        path="src/actonce/_run/*.py",
+        old="        st.releasable\n        and record is not None\n",
+        new="        False\n        and record is not None\n",
+        tests=(
+            "tests/unit/test_protocol.py::"
+            "test_unavailable_verification_under_the_claim_defers_and_gives_the_key_back",
+        ),
+        expect="an unperformed claim was left behind",
+        cheap=True,
+    ),
+    Plant(
+        name="release-forgets-the-failed-attempt",
+        bug="a release of the re-claim of a failed attempt deletes the row instead of "
+        "restoring that attempt",
+        path="src/actonce/_run/*.py",
+        old="    before = st.before_claim\n",
+        new="    before = None\n",
+        tests=("tests/unit/test_rule_edges.py::test_a_hard_stop_seen_after_the_claim_releases_it",),
+        expect="the release did not give back the failed attempt it re-claimed",
+        cheap=True,
+    ),
+    Plant(
+        name="precondition-skipped-under-the-claim",
+        bug="claim first, but the precondition is no longer asked before the mark",
+        path="src/actonce/_run/*.py",
+        old="            if plan.has_precondition and not st.precondition_checked:\n"
+        "                stopped = yield from precondition_holds(plan, st, obs)\n",
+        new="            if False:\n"
+        "                stopped = yield from precondition_holds(plan, st, obs)\n",
+        tests=(
+            "tests/unit/test_protocol.py::test_precondition_false_fails_and_gives_the_claim_back",
+        ),
+        expect="the precondition was not asked under the claim",
+        cheap=True,
+    ),
+    Plant(
+        name="direct-claim-without-a-look",
+        bug="a direct claim (the claim is the mark) claims first too: marked and performed "
+        "without any look before the boundary",
+        path="src/actonce/_run/*.py",
+        old="    return not plan.policy.verify_after_claim or is_gated(plan.gate)\n",
+        new="    return is_gated(plan.gate)\n",
+        tests=("tests/unit/test_protocol.py::test_happy_path_without_reverify_takes_two_commits",),
+        expect="a direct claim was marked without a look first",
+        cheap=True,
+    ),
 )

@@ -348,3 +348,44 @@ def test_a_run_id_used_twice_is_stored_once(ledger: Ledger, world: World) -> Non
     again = operator(ledger, Script(world, ["b"])).run(run_id="nightly-1")
     assert (first.stored, again.stored) == (True, False)
     assert ledger.summary("nightly-1") == first
+
+
+@pytest.mark.parametrize("kind", ["post", "plain"])  # "plain": no verifier is registered
+def test_a_stale_claim_never_marked_does_not_block_and_is_taken_over(
+    ledger: Ledger, world: World, clock: FrozenClock, kind: str
+) -> None:
+    """A worker dies after its claim, before the mark: nothing was performed.
+
+    While the dead owner's lease runs, its claim may still cross the boundary:
+    new work waits. Once the lease ran out the claim is provably harmless (a
+    claim is reversible until the ``executing`` mark): the next run goes on,
+    with or without a verifier for its kind, and takes the key over as attempt 2.
+    """
+
+    class Kinds(Script):
+        def plan(self, candidate: str) -> Any:
+            return world.effect(candidate, kind=kind)
+
+    def run(refs: list[str]) -> RunSummary:
+        return Operator(ledger, "alice-browser", Kinds(world, refs), kinds=(kind,), ttl=60).run()
+
+    with crash_at("after_claim"), pytest.raises(SimulatedCrash):
+        run(["a"])
+    stale = ledger.get(world.key("a", kind))
+    assert stale is not None and stale.status is Status.CLAIMED and stale.executing_at is None
+    blocked = run(["a"])
+    assert blocked.status is RunStatus.HARD_STOP and blocked.stops[0].stage is RunStage.RECONCILE
+    assert blocked.stops[0].keys == (stale.key,) and world.tried == set()
+    clock.advance(120)  # the dead owner's lease ran out
+    summary = run(["a"])
+    assert summary.status is RunStatus.COMPLETED, summary.lines()
+    assert [(i.label, i.outcome) for i in summary.done] == [("a", "completed")]
+    after = ledger.get(stale.key)
+    assert after is not None and after.status is Status.CONFIRMED and after.fence > stale.fence
+    history = [(e.type, e.fence) for e in ledger.store.events(stale.key)]
+    assert history[-3:] == [
+        (EventType.CLAIMED, 2),
+        (EventType.EXECUTING, 2),
+        (EventType.CONFIRMED, 2),
+    ]
+    assert world.performed == {"a": 1}

@@ -9,6 +9,7 @@ import pytest
 
 from actonce import InvalidTransition, ProtocolError
 from actonce._rules.decision import (
+    LOOK_FIRST,
     RETRYABLE,
     SEED_ROWS,
     TABLE,
@@ -77,8 +78,14 @@ def test_the_undefined_pairs_are_exactly_the_ones_that_cannot_arise() -> None:
 def test_never_execute_outside_an_owned_claim_after_verified_absence() -> None:
     execute = [pair for pair, act in TABLE.items() if act is Act.EXECUTE]
     assert execute == [(Sit.OWNED, Obs.ABSENT)]
+    # Claim first: a new key is claimed before any look, or after a proven absence.
     claim = [pair for pair, act in TABLE.items() if act is Act.CLAIM]
-    assert claim == [(Sit.NEW, Obs.ABSENT)]
+    assert claim == [(Sit.NEW, Obs.NOT_CHECKED), (Sit.NEW, Obs.ABSENT)]
+    # A run that looks first (a direct or a gated claim) verifies a new key instead.
+    assert LOOK_FIRST == {(Sit.NEW, Obs.NOT_CHECKED): Act.VERIFY}
+    assert decide(Sit.NEW, Obs.NOT_CHECKED, look_first=True) is Act.VERIFY
+    assert decide(Sit.NEW, Obs.NOT_CHECKED) is Act.CLAIM
+    assert decide(Sit.OWNED, Obs.ABSENT, look_first=True) is Act.EXECUTE
 
 
 def test_unavailable_never_leads_to_a_claim_a_perform_or_a_proven_failure() -> None:
@@ -248,7 +255,10 @@ def test_every_lifecycle_edge_is_allowed(
 
 
 def test_exactly_these_edges_exist() -> None:
-    assert len(TRANSITIONS) == 24
+    assert len(TRANSITIONS) == 25
+    # The one way back to no record: this run's own unperformed claim, released.
+    assert TRANSITIONS[(Status.CLAIMED, None)][0] is By.OWNER
+    assert [edge for edge in TRANSITIONS if edge[1] is None] == [(Status.CLAIMED, None)]
     # The three edges that only ever make a status more cautious: duplicates
     # found before any claim, and a superseded owner's alarm.
     assert TRANSITIONS[(None, Status.NEEDS_REVIEW)][0] is By.VERIFIER
@@ -352,4 +362,5 @@ def test_rendering_names_every_cell() -> None:
     lifecycle = render_lifecycle()
     for (src, dst), (who, why) in TRANSITIONS.items():
         src_name = src.value if src else "(none)"
-        assert f"| {src_name} | {dst.value} | {who.value} | {why} |" in lifecycle
+        dst_name = dst.value if dst else "(none)"
+        assert f"| {src_name} | {dst_name} | {who.value} | {why} |" in lifecycle

@@ -125,8 +125,7 @@ def test_one_run_is_a_tree_of_steps(otel: OTel, clock: FrozenClock) -> None:
     fp = root.attributes["actonce.effect.key.fingerprint"]
     assert isinstance(fp, str) and len(fp) == 16 and fp not in effect.key.value
     children = [s.name for s in sorted(spans, key=lambda s: s.start_time or 0) if s.parent]
-    assert children == [
-        "actonce.verify",
+    assert children == [  # claim first: one look under the claim, one after the perform
         "actonce.claim",
         "actonce.verify",
         "actonce.mark_executing",
@@ -137,7 +136,7 @@ def test_one_run_is_a_tree_of_steps(otel: OTel, clock: FrozenClock) -> None:
     assert all(s.parent is not None and s.parent.span_id == root.context.span_id
                for s in spans if s is not root)  # fmt: skip
     verdicts = [s.attributes["actonce.verdict"] for s in spans if s.name == "actonce.verify"]  # type: ignore[index]
-    assert verdicts == ["absent", "absent", "confirmed"]
+    assert verdicts == ["absent", "confirmed"]
     record = next(s for s in spans if s.name == "actonce.record")
     assert record.attributes is not None and record.attributes["actonce.status.to"] == "confirmed"
     # The claim's event carries the attempt's trace context.
@@ -161,7 +160,7 @@ def test_metrics_count_outcomes_verdicts_settle_time_and_open_effects(
     outcomes = {a["actonce.outcome"]: v for a, v in m["actonce.effects"]}
     assert outcomes == {"completed": 1, "needs_review": 1}
     verdicts = {a["actonce.verdict"]: v for a, v in m["actonce.verifications"]}
-    assert verdicts == {"absent": 5, "confirmed": 1}  # 2 + 3 absent (before, after claim, after)
+    assert verdicts == {"absent": 3, "confirmed": 1}  # 1 + 2 absent (under the claim, after)
     assert next(v for _a, v in m["actonce.effect.settle.duration"])[0] == 1  # one settled
     assert {a["actonce.status"]: v for a, v in m["actonce.effects.open"]} == {
         "claimed": 0, "executing": 0, "unknown": 1
@@ -222,7 +221,7 @@ def test_async_ledger_is_traced_too(otel: OTel, clock: FrozenClock) -> None:
 
     asyncio.run(go())
     names = sorted(s.name for s in otel.finished())
-    assert names.count("actonce.verify") == 3 and "execute_tool invoice" in names
+    assert names.count("actonce.verify") == 2 and "execute_tool invoice" in names
 
 
 class Counting:

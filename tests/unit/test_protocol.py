@@ -61,7 +61,8 @@ def test_happy_path_with_verify_after_claim_takes_three_commits(
     assert result.result_ref == "obj-1"
     assert result.attempt == 1
     assert provider.count(REF) == 1
-    assert provider.calls("lookup") == 3  # before claim, after claim, after perform
+    # Claim first: one look under the claim, before the boundary, one after the perform.
+    assert provider.calls("lookup") == 2
     assert transitions(store, key_of(effect)) == [
         (None, Status.CLAIMED),
         (Status.CLAIMED, Status.EXECUTING),
@@ -77,7 +78,7 @@ def test_happy_path_without_reverify_takes_two_commits(
     result = ledger.run(effect)
     assert result.outcome is Outcome.COMPLETED
     assert provider.count(REF) == 1
-    assert provider.calls("lookup") == 2
+    assert provider.calls("lookup") == 2, "a direct claim was marked without a look first"
     assert transitions(store, key_of(effect)) == [
         (None, Status.EXECUTING),
         (Status.EXECUTING, Status.CONFIRMED),
@@ -115,10 +116,15 @@ def test_result_found_before_claim_is_recorded_and_skipped(
     assert record is not None
     assert record.status is Status.CONFIRMED
     assert record.result_ref == "obj-1"
-    assert transitions(store, key_of(effect)) == [(None, Status.CONFIRMED)]
-    # Recording it again is an idempotent upsert: the second run reads, writes nothing.
+    # Claim first: the look that finds it runs under the claim, which records it.
+    assert transitions(store, key_of(effect)) == [
+        (None, Status.CLAIMED),
+        (Status.CLAIMED, Status.CONFIRMED),
+    ]
+    assert record.fence == 1 and record.executing_at is None  # never crossed the boundary
+    # Recording it again is idempotent: the second run reads, writes nothing.
     assert ledger.run(effect).outcome is Outcome.SKIPPED
-    assert len(store.events(key_of(effect))) == 1
+    assert len(store.events(key_of(effect))) == 2
 
 
 # --- lost responses and late visibility -------------------------------------------------
@@ -236,7 +242,7 @@ def test_non_authoritative_absence_goes_to_review(
 # --- before the claim --------------------------------------------------------------------
 
 
-def test_unavailable_verification_before_claim_defers_without_claim(
+def test_unavailable_verification_under_the_claim_defers_and_gives_the_key_back(
     ledger: Facade, store: Store, provider: FakeProvider
 ) -> None:
     provider.faults.unavailable = 1.0
@@ -244,9 +250,32 @@ def test_unavailable_verification_before_claim_defers_without_claim(
     result = ledger.run(effect)
     assert result.outcome is Outcome.DEFERRED
     assert "unavailable" in (result.reason or "")
-    assert store.get(key_of(effect)) is None
+    # The claim is released back to no record: as if never claimed (but its history).
+    assert store.get(key_of(effect)) is None, "an unperformed claim was left behind"
     assert provider.calls("submit") == 0
     assert provider.calls("lookup") == effect.policy.verify_attempts
+    assert types(store, key_of(effect)) == [
+        EventType.CLAIMED,
+        EventType.RELEASED,
+        EventType.VERIFICATION_UNAVAILABLE,
+    ]
+    # The next run claims the key as new (attempt 1 again) and completes.
+    provider.faults.unavailable = 0.0
+    again = ledger.run(effect)
+    assert again.outcome is Outcome.COMPLETED and again.attempt == 1
+    assert provider.count(REF) == 1
+
+
+def test_unavailable_verification_before_a_direct_claim_defers_without_claim(
+    ledger: Facade, store: Store, provider: FakeProvider
+) -> None:
+    provider.faults.unavailable = 1.0
+    effect = provider.effect(REF, policy=Policy(verify_after_claim=False))
+    result = ledger.run(effect)
+    assert result.outcome is Outcome.DEFERRED
+    assert "unavailable" in (result.reason or "")
+    assert store.get(key_of(effect)) is None
+    assert provider.calls("submit") == 0
     assert types(store, key_of(effect)) == [EventType.VERIFICATION_UNAVAILABLE]
 
 
@@ -261,16 +290,20 @@ def test_verifier_exception_counts_as_unavailable(ledger: Facade, provider: Fake
     assert provider.calls("submit") == 0
 
 
-def test_precondition_false_fails_without_claim(
+def test_precondition_false_fails_and_gives_the_claim_back(
     ledger: Facade, store: Store, provider: FakeProvider
 ) -> None:
     effect = replace(provider.effect(REF), precondition=lambda: False)
     result = ledger.run(effect)
-    assert result.outcome is Outcome.FAILED
+    assert result.outcome is Outcome.FAILED, "the precondition was not asked under the claim"
     assert result.reason == "precondition no longer holds"
     assert store.get(key_of(effect)) is None
     assert provider.calls("submit") == 0
-    assert types(store, key_of(effect)) == [EventType.PRECONDITION_FAILED]
+    assert types(store, key_of(effect)) == [
+        EventType.CLAIMED,
+        EventType.RELEASED,
+        EventType.PRECONDITION_FAILED,
+    ]
 
 
 def test_precondition_true_proceeds(ledger: Facade, provider: FakeProvider) -> None:
@@ -297,7 +330,11 @@ def test_hard_stop_in_precondition_stops_without_claim(
     assert result.reason == "login wall"
     assert store.get(key_of(effect)) is None
     assert provider.calls("submit") == 0
-    assert types(store, key_of(effect)) == [EventType.HARD_STOP]
+    assert types(store, key_of(effect)) == [
+        EventType.CLAIMED,
+        EventType.RELEASED,
+        EventType.HARD_STOP,
+    ]
 
 
 def test_hard_stop_in_perform_is_never_performed_again(

@@ -77,7 +77,7 @@ def _stop_after_the_claim(lg: Ledger, world: World) -> Any:
 
     def verify() -> Any:
         looks.append(1)
-        if len(looks) == 2:  # the look between the claim and the mark
+        if len(looks) == 1:  # the look under the claim, before the mark
             raise HardStop("CAPTCHA is visible")
         return Absent()
 
@@ -93,8 +93,9 @@ def _direct_claim(lg: Ledger, world: World) -> Any:
     ("path", "outcome", "expected"),
     [
         (_performed_and_confirmed, Outcome.COMPLETED, CLAIM + MARK + ["after_perform", *RECORD]),
-        (_found_before_any_claim, Outcome.SKIPPED, RECORD),
-        (_duplicate_before_any_claim, Outcome.NEEDS_REVIEW, RECORD),
+        # Claim first: a result found by the first look is recorded under the claim.
+        (_found_before_any_claim, Outcome.SKIPPED, CLAIM + RECORD),
+        (_duplicate_before_any_claim, Outcome.NEEDS_REVIEW, CLAIM + RECORD),
         (_performed_not_found, Outcome.NEEDS_REVIEW, CLAIM + MARK + ["after_perform", *RECORD]),
         (_stop_after_the_claim, Outcome.HARD_STOP, CLAIM + RECORD),
         # The claim is the mark itself: no separate mark, no look between them.
@@ -175,7 +176,7 @@ def test_the_mark_renews_the_lease_a_slow_look_after_the_claim_used_up(
 
     def slow_look() -> Any:
         looks.append(1)
-        if len(looks) == 2:
+        if len(looks) == 1:  # the look under the claim
             clock.advance(20)
         return world.verify("slow-look")
 
@@ -383,20 +384,28 @@ def test_reconcile_leaves_an_orphan_alone_when_the_time_moved_after_triage(
 def test_a_run_whose_every_claim_loses_gives_up_without_performing(
     store: Store, clock: FrozenClock
 ) -> None:
-    """Each look at the world lets another worker claim the key and decline (failed,
-    re-claimable): every claim of this run loses to a newer attempt. The run gives up
-    after a bounded number of steps instead of chasing the record forever."""
+    """Right before each of this run's claims another worker claims the key and declines
+    (failed, re-claimable): every claim of this run loses to a newer attempt. The run
+    gives up after a bounded number of steps instead of chasing the record forever."""
     world = World()
     others: list[Any] = []
+    inside: list[int] = []
 
     def decline() -> None:
         raise NotPerformed("form closed")
 
-    def look() -> Any:
-        others.append(ledger(store, clock, world).run(edge(world, "churn", perform=decline)))
-        return Absent()
+    def churn(point: Any) -> None:
+        if str(getattr(point, "value", point)) == "before_claim" and not inside:
+            inside.append(1)
+            try:
+                others.append(
+                    ledger(store, clock, world).run(edge(world, "churn", perform=decline))
+                )
+            finally:
+                inside.pop()
 
-    result = ledger(store, clock, world).run(replace(edge(world, "churn"), verify=look))
+    with observing(churn):
+        result = ledger(store, clock, world).run(edge(world, "churn"))
     assert result.outcome is Outcome.DEFERRED and not result.performed
     assert result.reason == "the record kept changing; try again"
     stored = store.get("edge:churn")
@@ -442,8 +451,10 @@ def test_a_note_without_a_record_is_under_attempt_0(store: Store, clock: FrozenC
     world = World()
     world.stop = "login wall is visible"
     ledger(store, clock, world).run(edge(world, "no-record"))
-    [note] = store.events("edge:no-record")
+    claimed, released, note = store.events("edge:no-record")  # the claim given back
+    assert (claimed.type, released.type) == (EventType.CLAIMED, EventType.RELEASED)
     assert (note.type, note.fence) == (EventType.HARD_STOP, 0)
+    assert store.get("edge:no-record") is None
 
 
 def test_a_payload_mismatch_is_noted_on_the_record_it_was_refused_by(

@@ -21,6 +21,7 @@ from actonce import (
     EventType,
     HardStop,
     Ledger,
+    NotPerformed,
     Outcome,
     Policy,
     Registry,
@@ -157,9 +158,9 @@ def test_a_held_effect_reports_the_records_reason(store: Store, clock: FrozenClo
     held = lg.run(edge(world, "dup"))
     stored = store.get("edge:dup")
     assert stored is not None and stored.status is Status.NEEDS_REVIEW
-    # Found before any claim, the duplicate carries no reason of its own.
-    assert stored.reason is None
-    assert held.outcome is Outcome.NEEDS_REVIEW and held.reason == "outcome unresolved"
+    # Found by the look under the claim, the duplicate's reason is the record's.
+    assert stored.reason == "duplicate detected: 2 matching results (dup, dup)"
+    assert held.outcome is Outcome.NEEDS_REVIEW and held.reason == stored.reason
     assert held.status is Status.NEEDS_REVIEW
 
 
@@ -178,25 +179,31 @@ def test_a_hard_stop_seen_before_the_claim_is_recorded_and_claims_nothing(
 
 
 def test_a_hard_stop_seen_after_the_claim_releases_it(store: Store, clock: FrozenClock) -> None:
-    """The verification between the claim and the mark sees a login wall: the run's
-    own claim is released (failed, re-claimable) and nothing is performed."""
+    """The look under the re-claim of a failed attempt sees a login wall: the run's
+    own claim is released back to that failed attempt and nothing is performed."""
     world = World()
     lg = ledger(store, clock, world)
-    looks: list[int] = []
 
-    def verify(ref: str) -> Any:
-        looks.append(1)
-        if len(looks) == 2:  # the look right after the claim
-            raise HardStop("CAPTCHA is visible")
-        return Absent()
+    def decline() -> None:
+        raise NotPerformed("the form was never sent")
 
-    world.verify = verify  # type: ignore[method-assign]
+    first = lg.run(edge(world, "after-claim", perform=decline))
+    assert first.status is Status.FAILED and first.attempt == 1
+    before = store.get("edge:after-claim")
+    world.stop = "CAPTCHA is visible"
     result = lg.run(edge(world, "after-claim"))
     assert result.outcome is Outcome.HARD_STOP
     assert result.reason == "hard stop: CAPTCHA is visible"
     stored = store.get("edge:after-claim")
-    assert stored is not None and stored.status is Status.FAILED and result.status is Status.FAILED
-    assert stored.reason is not None and "released: nothing was performed" in stored.reason
+    assert stored == before, "the release did not give back the failed attempt it re-claimed"
+    assert result.status is Status.FAILED and result.attempt == 1
+    [released] = [e for e in store.events("edge:after-claim") if e.type is EventType.RELEASED]
+    assert (released.fence, released.from_status, released.to_status) == (
+        2,
+        Status.CLAIMED,
+        Status.FAILED,
+    )
+    assert released.message is not None and "released: nothing was performed" in released.message
     assert world.made == []
 
 
@@ -333,8 +340,9 @@ def test_a_duplicate_found_before_any_claim_is_recorded_with_its_count_and_refs(
         2,
         "twice/1",
     )
-    [event] = store.events("edge:twice")
-    assert event.type is EventType.NEEDS_REVIEW and event.from_status is None
+    claimed, event = store.events("edge:twice")  # claim first: found under the claim
+    assert claimed.type is EventType.CLAIMED
+    assert event.type is EventType.NEEDS_REVIEW and event.from_status is Status.CLAIMED
     assert event.message == result.reason
     assert event.data["duplicate"] == {"count": 2, "refs": ["twice/1", "twice/2"]}
     assert world.made == []
@@ -374,9 +382,10 @@ def test_a_result_found_before_any_claim_is_recorded_as_such(
     stored = store.get("edge:early")
     assert stored is not None
     assert (stored.fence, stored.matches, stored.result_ref) == (1, 1, "early")
-    [event] = store.events("edge:early")
+    claimed, event = store.events("edge:early")  # claim first: found under the claim
+    assert claimed.type is EventType.CLAIMED and stored.executing_at is None
     assert event.type is EventType.CONFIRMED and event.to_status is Status.CONFIRMED
-    assert event.message == "result existed before any claim"
+    assert event.message == "result existed before the perform"
     assert event.data["result_ref"] == "early"
 
 
@@ -574,8 +583,9 @@ def test_a_false_precondition_is_recorded_and_claims_nothing(
     world = World()
     result = ledger(store, clock, world).run(edge(world, "pre", precondition=lambda: False))
     assert result.outcome is Outcome.FAILED and result.status is None
-    assert store.get("edge:pre") is None
-    [event] = store.events("edge:pre")
+    assert store.get("edge:pre") is None  # the claim was given back
+    claimed, released, event = store.events("edge:pre")
+    assert (claimed.type, released.type) == (EventType.CLAIMED, EventType.RELEASED)
     assert event.type is EventType.PRECONDITION_FAILED
     assert event.message == result.reason and result.reason
 
@@ -594,8 +604,10 @@ def test_a_hard_stop_in_the_precondition_is_recorded_scrubbed(
     assert result.outcome is Outcome.HARD_STOP and result.status is None
     assert result.reason is not None and "s3cret-PIN" not in result.reason
     assert result.reason.startswith("wrong account: ")
-    [event] = store.events("edge:pre-stop")
+    claimed, released, event = store.events("edge:pre-stop")
+    assert (claimed.type, released.type) == (EventType.CLAIMED, EventType.RELEASED)
     assert event.type is EventType.HARD_STOP and event.message == result.reason
+    assert released.message is not None and "s3cret-PIN" not in released.message
 
 
 def test_a_reclaim_keeps_the_first_creation_time_and_counts_attempts(

@@ -67,7 +67,7 @@ POLICIES = {
     ),
     "b": Policy(settle_seconds=2.0, verify_attempts=2, verify_backoff=0.5, lease_seconds=10.0),
 }
-TRANSITION_TYPES = {EventType(s.value) for s in Status}
+TRANSITION_TYPES = {EventType(s.value) for s in Status} | {EventType.RELEASED}
 
 
 @dataclass
@@ -147,6 +147,8 @@ class TwoWorkers(RuleBasedStateMachine):
             if won and op.new.status is Status.EXECUTING:
                 worker.marked_lease = op.new.lease_expires_at
             return result
+        if isinstance(op, ops.Release):
+            return self.store.release(op.key, op.expect, op.restore, op.event)
         if isinstance(op, ops.Get):
             return self.store.get(op.key)
         if isinstance(op, ops.AppendEvent):
@@ -311,13 +313,15 @@ class TwoWorkers(RuleBasedStateMachine):
                     assert event.to_status is None
                     continue
                 assert event.from_status == state, (event, state)
-                assert event.to_status is not None
+                # Only a release goes back to no record (an unperformed claim given back).
+                assert event.to_status is not None or event.type is EventType.RELEASED
                 check_transition(event.from_status, event.to_status)
                 state = event.to_status
             assert state == (None if now is None else now[0]), "a change without its event"
             new_transitions = [e for e in events[len(before) :] if e.type in TRANSITION_TYPES]
-            if now == prev:
-                assert not new_transitions, "an event without a change"
+            if now == prev:  # unchanged, or a claim given back to what it found
+                released = new_transitions and new_transitions[-1].type is EventType.RELEASED
+                assert not new_transitions or released, "an event without a change"
             self.snapshot.events[key] = events
             self.snapshot.records[key] = now
 

@@ -9,7 +9,17 @@ from dataclasses import replace
 
 import pytest
 
-from actonce import EventType, HardStop, Outcome, Policy, Status, Store, UsageError, Verdict
+from actonce import (
+    EventType,
+    HardStop,
+    NotPerformed,
+    Outcome,
+    Policy,
+    Status,
+    Store,
+    UsageError,
+    Verdict,
+)
 from actonce.testing import FakeProvider, FrozenClock
 
 from .conftest import Facade
@@ -43,8 +53,13 @@ def test_login_wall_seen_before_the_claim_is_a_hard_stop(
     assert result.reason == "hard stop: login wall is visible"
     assert not result.performed and provider.calls("submit") == 0
     assert asked == [1]  # a stop is not retried: a login wall does not pass by itself
-    assert store.get(key_of(effect)) is None  # no claim
-    assert types(store, key_of(effect)) == [EventType.HARD_STOP]
+    # Claim first: the look ran under the claim, which is given back (no record).
+    assert store.get(key_of(effect)) is None
+    assert types(store, key_of(effect)) == [
+        EventType.CLAIMED,
+        EventType.RELEASED,
+        EventType.HARD_STOP,
+    ]
 
 
 def test_a_passing_unavailability_before_the_claim_still_defers(
@@ -58,22 +73,29 @@ def test_a_passing_unavailability_before_the_claim_still_defers(
 def test_hard_stop_after_this_runs_claim_releases_it_unperformed(
     ledger: Facade, store: Store, provider: FakeProvider
 ) -> None:
-    looks: list[int] = []
+    def decline() -> None:
+        raise NotPerformed("the form was never sent")
 
-    def then_a_wall() -> Verdict:
-        looks.append(1)
-        if len(looks) == 1:
-            return provider.lookup(REF)  # absent: claim
-        raise HardStop("CAPTCHA screen is visible")  # the look after the claim
+    first = ledger.run(replace(provider.effect(REF), perform=decline))
+    assert first.status is Status.FAILED and first.attempt == 1
+    before = store.get(key_of(effect := provider.effect(REF)))
 
-    effect = replace(provider.effect(REF), verify=then_a_wall)
-    result = ledger.run(effect)
+    def a_wall() -> Verdict:
+        raise HardStop("CAPTCHA screen is visible")  # the look under the re-claim
+
+    result = ledger.run(replace(effect, verify=a_wall))
     assert result.outcome is Outcome.HARD_STOP and not result.performed
     record = store.get(key_of(effect))
-    assert record is not None and record.status is Status.FAILED  # re-claimable
-    assert "nothing was performed" in (record.reason or "")
+    assert record == before  # back to the failed attempt 1 it re-claimed: re-claimable
     assert provider.calls("submit") == 0
-    assert types(store, key_of(effect)) == [EventType.CLAIMED, EventType.FAILED]
+    events = store.events(key_of(effect))
+    assert [e.type for e in events[-3:]] == [
+        EventType.CLAIMED,
+        EventType.RELEASED,
+        EventType.HARD_STOP,
+    ]
+    assert "nothing was performed" in (events[-2].message or "")
+    assert events[-1].fence == 1  # the note is under the attempt given back
     # Once the wall is gone, the next run claims again and performs once.
     done = ledger.run(provider.effect(REF))
     assert done.outcome is Outcome.COMPLETED and provider.count(REF) == 1

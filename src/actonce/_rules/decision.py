@@ -12,7 +12,15 @@ verdict, what is the next step? The answer is a pure function of two facts:
   (:func:`observe`).
 
 ``TABLE`` maps every (situation, observation) pair that can arise to one
-:class:`Action`; any other pair raises :class:`ProtocolError`. ``RETRYABLE``
+:class:`Action`; any other pair raises :class:`ProtocolError`. A new key is
+claimed first (``new`` + ``not_checked`` -> ``claim``): a claim is
+reversible until the ``executing`` mark, so the one look before the boundary
+runs under it (``owned``: absent -> the precondition, the mark, the perform;
+confirmed -> recorded; unavailable -> released). ``LOOK_FIRST`` overrides
+that one cell for a run that must look before it claims: a direct claim
+(``Policy(verify_after_claim=False)``: the claim is the mark itself) and a
+gated claim (its claim takes holds, a budget reservation and the approval's
+use, that a look finding the result would have to give back). ``RETRYABLE``
 lists the pairs after which a *verification* (never a perform) may be
 repeated with backoff before deciding. No I/O, no clock: time is passed in.
 
@@ -30,6 +38,7 @@ from .errors import ProtocolError
 from .model import Absent, Confirmed, EffectRecord, Outcome, Policy, Status, Unavailable, Verdict
 
 __all__ = [
+    "LOOK_FIRST",
     "MOVES",
     "OUTCOMES",
     "REFUSAL_OUTCOMES",
@@ -106,12 +115,12 @@ _ALL_OBS = tuple(Observation)
 _PRE_EXECUTION_OBS = (Obs.NOT_CHECKED, Obs.CONFIRMED, Obs.ABSENT, Obs.UNAVAILABLE)
 
 TABLE: dict[tuple[Situation, Observation], Action] = {
-    # No claim yet (or a proven failure that may be re-claimed).
-    (Sit.NEW, Obs.NOT_CHECKED): Act.VERIFY,
+    # No claim yet (or a proven failure that may be re-claimed): claim first.
+    (Sit.NEW, Obs.NOT_CHECKED): Act.CLAIM,
     (Sit.NEW, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
     (Sit.NEW, Obs.ABSENT): Act.CLAIM,
     (Sit.NEW, Obs.UNAVAILABLE): Act.DEFER,
-    # My claim, boundary not crossed: verify once more, then cross it.
+    # My claim, boundary not crossed: look (once), then the precondition and the mark.
     (Sit.OWNED, Obs.NOT_CHECKED): Act.VERIFY,
     (Sit.OWNED, Obs.CONFIRMED): Act.RECORD_CONFIRMED,
     (Sit.OWNED, Obs.ABSENT): Act.EXECUTE,
@@ -176,6 +185,12 @@ for _obs in _ALL_OBS:
     # A perform ran under a superseded claim: whatever verification says,
     # the one write left is the alarm (invariant 4).
     TABLE[(Sit.OVERTAKEN, _obs)] = Act.ALARM
+
+#: The cells a run that looks before it claims (a direct or a gated claim) decides
+#: otherwise: it verifies a new key first, then claims on absence.
+LOOK_FIRST: dict[tuple[Situation, Observation], Action] = {
+    (Sit.NEW, Obs.NOT_CHECKED): Act.VERIFY,
+}
 
 #: Pairs after which verification (read-only) may be asked again with backoff.
 RETRYABLE: frozenset[tuple[Situation, Observation]] = frozenset(
@@ -265,14 +280,22 @@ SEED_ROWS: tuple[tuple[str, str, str, tuple[tuple[Situation, Observation], ...]]
 )
 
 
-def decide(situation: Situation, observation: Observation) -> Action:
+def decide(situation: Situation, observation: Observation, look_first: bool = False) -> Action:
     """Return the next step for a (situation, observation) pair.
+
+    ``look_first``: the run looks before it claims (a direct or a gated
+    claim), so the cells of ``LOOK_FIRST`` answer first.
 
     Raises:
         ProtocolError: the pair cannot arise; asking it is a bug.
     """
+    pair = (situation, observation)
+    if look_first:
+        act = LOOK_FIRST.get(pair)
+        if act is not None:
+            return act
     try:
-        return TABLE[(situation, observation)]
+        return TABLE[pair]
     except KeyError:
         raise ProtocolError(f"no decision for ({situation}, {observation})") from None
 
@@ -520,6 +543,19 @@ def render_markdown() -> str:
         "",
         "— : the pair cannot arise; asking it raises `ProtocolError`.",
         "(retry verify): verification may be repeated with backoff before deciding.",
+        "",
+        "**Claim first.** A new key is claimed before the first look at the world: a claim",
+        "is reversible until the `executing` mark, so the one verification before the",
+        "boundary runs under it (owned + absent: the precondition, then the mark and the",
+        "perform; owned + confirmed: recorded, nothing performed; owned + unavailable:",
+        "released, nothing performed). A run that looks before it claims decides these",
+        "cells otherwise (`LOOK_FIRST`): a direct claim (`Policy(verify_after_claim=False)`,",
+        "the claim is the mark itself) and a gated claim (approval or budget: its claim",
+        "takes holds that a look finding the result would have to give back).",
+        "",
+        "| situation | observation | look first |",
+        "|---|---|---|",
+        *(f"| {s.value} | {o.value} | {a.value} |" for (s, o), a in LOOK_FIRST.items()),
         "",
         "## The seed's rows",
         "",

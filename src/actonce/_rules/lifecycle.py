@@ -44,9 +44,10 @@ class By(enum.StrEnum):
 
 
 S = Status
-#: (from, to) -> (who may take it, why). ``None`` stands for "no record yet".
-TRANSITIONS: dict[tuple[Status | None, Status], tuple[By, str]] = {
-    (None, S.CLAIMED): (By.CLAIM, "first claim; verified absent beforehand"),
+#: (from, to) -> (who may take it, why). ``None`` stands for "no record yet"
+#: (as a target: a claim released back to no record).
+TRANSITIONS: dict[tuple[Status | None, Status | None], tuple[By, str]] = {
+    (None, S.CLAIMED): (By.CLAIM, "first claim, before the first look (claim first)"),
     (None, S.EXECUTING): (By.CLAIM, "first claim written as the executing mark"),
     (None, S.CONFIRMED): (By.VERIFIER, "result found before any claim"),
     (None, S.NEEDS_REVIEW): (By.VERIFIER, "more than one result found before any claim"),
@@ -57,7 +58,16 @@ TRANSITIONS: dict[tuple[Status | None, Status], tuple[By, str]] = {
     (S.CLAIMED, S.CLAIMED): (By.CLAIM, "re-claim of a claim whose lease expired"),
     (S.CLAIMED, S.EXECUTING): (By.OWNER, "durable mark before perform"),
     (S.CLAIMED, S.CONFIRMED): (By.VERIFIER, "result appeared before perform"),
-    (S.CLAIMED, S.FAILED): (By.OWNER, "released before perform: nothing was performed"),
+    (S.CLAIMED, S.FAILED): (
+        By.OWNER,
+        "released before perform: nothing was performed (back to the failed attempt it "
+        "re-claimed; a stale claim; a gated claim, its holds given back)",
+    ),
+    (S.CLAIMED, None): (
+        By.OWNER,
+        "released before perform, back to no record: the claim of a new key whose look "
+        "was unavailable, or whose precondition failed or stopped",
+    ),
     (S.CLAIMED, S.NEEDS_REVIEW): (By.ALARM, "duplicates found, or an overtaken owner performed"),
     (S.EXECUTING, S.CONFIRMED): (By.VERIFIER, "result verified"),
     (S.EXECUTING, S.FAILED): (By.VERIFIER, "authoritative absence after the settle window"),
@@ -91,13 +101,13 @@ def is_durable(to_status: Status, by: By) -> bool:
     return to_status in DURABLE or by is By.HUMAN
 
 
-def check_transition(from_status: Status | None, to_status: Status) -> tuple[By, str]:
+def check_transition(from_status: Status | None, to_status: Status | None) -> tuple[By, str]:
     """Return who may take the edge, or raise :class:`InvalidTransition`."""
     try:
         return TRANSITIONS[(from_status, to_status)]
     except KeyError:
         raise InvalidTransition(
-            f"the lifecycle has no edge {from_status or '(none)'} -> {to_status}"
+            f"the lifecycle has no edge {from_status or '(none)'} -> {to_status or '(none)'}"
         ) from None
 
 
@@ -113,7 +123,8 @@ def render_markdown() -> str:
         "|---|---|---|---|",
     ]
     for (src, dst), (who, why) in TRANSITIONS.items():
-        lines.append(f"| {src.value if src else '(none)'} | {dst.value} | {who.value} | {why} |")
+        to = dst.value if dst else "(none)"
+        lines.append(f"| {src.value if src else '(none)'} | {to} | {who.value} | {why} |")
     lines += [
         "",
         "Reviewable by a human: " + ", ".join(sorted(s.value for s in REVIEWABLE)) + ".",

@@ -65,6 +65,8 @@ class EventType(enum.StrEnum):
     UNKNOWN = "unknown"
     NEEDS_REVIEW = "needs_review"
     ABANDONED = "abandoned"
+    # An unperformed claim given back: the row as it was before it (or no row).
+    RELEASED = "released"
     # Observations that change nothing but belong in the history.
     CLAIM_REJECTED = "claim_rejected"
     PAYLOAD_MISMATCH = "payload_mismatch"

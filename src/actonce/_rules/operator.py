@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Outcome, RunResult, Status
+from .model import EffectRecord, Outcome, RunResult, Status
 
 __all__ = [
     "AMBIGUOUS_STATUSES",
@@ -41,6 +41,7 @@ __all__ = [
     "RunSummary",
     "SummaryItem",
     "classify",
+    "may_have_happened",
     "open_why",
 ]
 
@@ -112,6 +113,20 @@ def classify(result: RunResult) -> tuple[ItemClass, str | None]:
     if out is Outcome.HARD_STOP:
         return ItemClass.STOPPED, None
     return ItemClass.FAILED, None
+
+
+def may_have_happened(record: EffectRecord, now: float, trusted: bool) -> bool:
+    """Whether an open effect blocks new work: its outcome may be an effect in the world.
+
+    A claim is reversible until the ``executing`` mark, so a claim whose
+    owner's lease ran out (on a trusted clock) is provably harmless: nothing
+    was performed, and the next run of its key takes it over as a new
+    attempt. A live claim may still cross the boundary; an ``executing``,
+    ``unknown`` or ``needs_review`` record may have happened.
+    """
+    if record.status is Status.CLAIMED:
+        return not trusted or record.lease_live(now)
+    return record.status in AMBIGUOUS_STATUSES
 
 
 def open_why(status: Status) -> str:

@@ -1,6 +1,10 @@
 """The claim: precondition, the gate's refreshed facts, then one atomic claim.
 
-:func:`claim_effect` asks the precondition (once per run), refreshes the
+A new key is claimed first and the precondition asked under the claim,
+after the look (:func:`precondition_holds`, which releases the claim when
+the precondition fails); a run that looks first (:func:`looks_first`: a
+direct or a gated claim) asks it before its claim. :func:`claim_effect`
+asks the precondition then (once per run), refreshes the
 facts an approval depends on when the gate names one
 (:func:`refresh_gate`), then claims the key by compare-and-set: a claim that
 loses observes the winner, a gated claim the store refuses writes nothing
@@ -40,30 +44,65 @@ from .outcome import finish, result_of
 from .perform import perform_once
 from .plan import Plan, State
 from .points import CrashPoint as P
-from .writes import TYPE_OF, abort_before_perform, event_of, fresh_record
+from .writes import TYPE_OF, abort_before_perform, event_of, fresh_record, owns_releasable, release
 
-__all__ = ["claim_effect", "is_gated", "refresh_gate"]
+__all__ = ["claim_effect", "is_gated", "looks_first", "precondition_holds", "refresh_gate"]
 
 Sit = d.Situation
 
 
-def claim_effect(plan: Plan, st: State, obs: d.Observation) -> Generator[Op, Any, RunResult | None]:
-    if plan.has_precondition and not st.precondition_checked:
-        try:
-            ok = yield PRECONDITION
-        except HardStop as exc:
-            reason = world_text(exc.reason, plan.secrets)
-            yield AppendEvent(
-                event_of(plan, st.record, EventType.HARD_STOP, st.tick.now, message=reason)
-            )
-            return result_of(Outcome.HARD_STOP, st.record, reason, st)
-        st.precondition_checked = True
-        if not ok:
-            act = d.decide(Sit.PRECONDITION_FALSE, obs)  # STOP: end without claiming
-            why = "precondition no longer holds"
-            failed = EventType.PRECONDITION_FAILED
-            yield AppendEvent(event_of(plan, st.record, failed, st.tick.now, message=why))
-            return finish(st, act, Sit.PRECONDITION_FALSE, why)
+def looks_first(plan: Plan) -> bool:
+    """A run that verifies before it claims: a direct claim (the mark) or a gated one (holds)."""
+    return not plan.policy.verify_after_claim or is_gated(plan.gate)
+
+
+def precondition_holds(
+    plan: Plan, st: State, obs: d.Observation
+) -> Generator[Op, Any, RunResult | None]:
+    """Ask the precondition once per run; ``None``: it holds, go on.
+
+    Asked under this run's own claim (claim first), a precondition that no
+    longer holds, or that raised a hard stop, releases the claim (``failed``:
+    nothing was performed, the next claim takes the key); asked before any
+    claim, it ends the run with nothing claimed.
+    """
+    try:
+        ok = yield PRECONDITION
+    except HardStop as exc:
+        reason = world_text(exc.reason, plan.secrets)
+        yield from _release(plan, st, f"hard stop before perform: {reason}")
+        yield AppendEvent(
+            event_of(plan, st.record, EventType.HARD_STOP, st.tick.now, message=reason)
+        )
+        return result_of(Outcome.HARD_STOP, st.record, reason, st)
+    st.precondition_checked = True
+    if ok:
+        return None
+    act = d.decide(Sit.PRECONDITION_FALSE, obs)  # STOP: end without performing
+    why = "precondition no longer holds"
+    failed = EventType.PRECONDITION_FAILED
+    yield from _release(plan, st, why)  # the note is then under the attempt given back
+    yield AppendEvent(event_of(plan, st.record, failed, st.tick.now, message=why))
+    return finish(st, act, Sit.PRECONDITION_FALSE, why)
+
+
+def _release(plan: Plan, st: State, why: str) -> Generator[Op, Any, None]:
+    if owns_releasable(st):
+        yield from release(plan, st, f"{why}; released: nothing was performed")
+
+
+def claim_effect(
+    plan: Plan, st: State, obs: d.Observation, look_first: bool = True, blind: bool = False
+) -> Generator[Op, Any, RunResult | None]:
+    """Claim the key; ``None``: the loop goes on (won, lost, or a direct claim performed).
+
+    ``blind``: the record was not read first (claim first): an insert that
+    loses is how the run reads it, and is no rejection worth a note.
+    """
+    if look_first and plan.has_precondition and not st.precondition_checked:
+        stopped = yield from precondition_holds(plan, st, obs)
+        if stopped is not None:
+            return stopped
     gate = plan.gate
     if gate is not None and gate.approval is not None and plan.has_refresh:
         refreshed = yield from refresh_gate(plan, st, gate)
@@ -127,14 +166,18 @@ def claim_effect(plan: Plan, st: State, obs: d.Observation) -> Generator[Op, Any
         if refusal.waiting:
             outcome = Outcome.NEEDS_APPROVAL
         return result_of(outcome, claim.record, why, st)
-    assert claim.record is not None
     st.record = claim.record
     st.verdict = None
+    if claim.record is None:  # lost to a claim released meanwhile: the key is new again
+        return None
     if not claim.acquired:
+        if blind:
+            return None
         held = f"held by {claim.record.owner}"
         yield AppendEvent(event_of(plan, claim.record, EventType.CLAIM_REJECTED, now, message=held))
         return None
     st.my_fence = fence
+    st.before_claim, st.releasable = prev, not is_gated(gate)
     if direct:
         yield from perform_once(plan, st)
     return None

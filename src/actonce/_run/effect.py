@@ -10,11 +10,15 @@ every write goes through :func:`~actonce._run.writes.move` or the claim
 (:mod:`actonce._run.claim`), which check the lifecycle and compare-and-set
 on (status, fence) with their one event.
 
-The order for one effect (seed 001, "Write the Claim Before the Click"):
-load → verify → precondition → atomic claim → verify again → durable
-``executing`` mark → lease check → perform once (the driver extends the
-lease meanwhile) → verify with backoff, the owner's settle window counted
-from the end of its perform → confirm, fail, unknown or review. A ledger
+The order for one effect (seed 001, "Write the Claim Before the Click"),
+claim first: atomic claim (the record read only when it loses) → verify (the one look before the
+boundary, under the claim: confirmed is recorded, unavailable releases the
+claim) → precondition → durable ``executing`` mark → lease check → perform
+once (the driver extends the lease meanwhile) → verify with backoff, the
+owner's settle window counted from the end of its perform → confirm, fail,
+unknown or review. A run that must look before it claims (a direct claim,
+whose claim is the mark; a gated claim, whose claim takes holds) verifies
+first and checks the precondition before its claim (``LOOK_FIRST``). A ledger
 error before the mark aborts without performing; a perform that finds its
 claim superseded afterwards raises the alarm (``needs_review``) instead of
 settling anything.
@@ -30,7 +34,7 @@ from __future__ import annotations
 from .._rules import decision as d
 from .._rules.errors import PayloadMismatch
 from .._rules.model import EffectRecord, EventType, Outcome
-from .claim import claim_effect
+from .claim import claim_effect, looks_first, precondition_holds
 from .ops import NOW, AppendEvent, Get, Tick
 from .outcome import claim_refused, finish, held_reason, reason_of, result_of
 from .perform import mark_and_perform
@@ -43,7 +47,7 @@ from .verify import (
     stop_before_boundary,
     verify_round,
 )
-from .writes import event_of
+from .writes import event_of, owns_releasable, release
 
 __all__ = ["Plan", "Steps", "needs_reconcile", "reconcile_effect", "run_effect"]
 
@@ -53,7 +57,7 @@ _RECONCILABLE = frozenset({Sit.STALE_CLAIM, Sit.ORPHANED, Sit.UNKNOWN})
 # The actions the loop tells apart, as module globals (an enum class's attribute
 # hook makes ``Act.VERIFY`` several times slower to look up than a global).
 _VERIFY, _EXECUTE, _CLAIM, _DEFER = Act.VERIFY, Act.EXECUTE, Act.CLAIM, Act.DEFER
-_RECORD_CONFIRMED, _ALARM = Act.RECORD_CONFIRMED, Act.ALARM
+_RECORD_CONFIRMED, _ALARM, _RELEASE = Act.RECORD_CONFIRMED, Act.ALARM, Act.RELEASE
 _MOVES, _decide = d.MOVES, d.decide
 
 
@@ -61,14 +65,25 @@ _MOVES, _decide = d.MOVES, d.decide
 
 
 def run_effect(plan: Plan) -> Steps:
-    """Run one effect: at most one perform, or an explicit unknown state."""
+    """Run one effect: at most one perform, or an explicit unknown state.
+
+    Claim first: the key is claimed as new at once (``INSERT ... ON CONFLICT
+    DO NOTHING``); the record is read only when that insert loses. A run that
+    looks first (a direct or a gated claim) reads the record, then decides.
+    """
     tick: Tick = yield NOW
-    record: EffectRecord | None = yield Get(plan.key)
+    st = State(None, tick, False)
+    if looks_first(plan):
+        st.record = yield Get(plan.key)
+    else:
+        yield from claim_effect(plan, st, d.Observation.NOT_CHECKED, look_first=False, blind=True)
+    record = st.record
     if record is not None and record.payload_hash != plan.payload_hash:
         why = f"refused payload {plan.payload_hash}"
-        yield AppendEvent(event_of(plan, record, EventType.PAYLOAD_MISMATCH, tick.now, message=why))
+        now = st.tick.now
+        yield AppendEvent(event_of(plan, record, EventType.PAYLOAD_MISMATCH, now, message=why))
         raise PayloadMismatch(plan.key, record.payload_hash, plan.payload_hash)
-    return (yield from _loop(plan, record, tick, reconcile=False))
+    return (yield from _loop(plan, st))
 
 
 def needs_reconcile(record: EffectRecord, now: float, *, trusted: bool = True) -> bool:
@@ -82,34 +97,45 @@ def reconcile_effect(plan: Plan, record: EffectRecord) -> Steps:
     if not needs_reconcile(record, tick.now, trusted=tick.trusted):
         why = "owner's lease is live" if tick.trusted else "the ledger clock stepped"
         return result_of(Outcome.DEFERRED, record, f"{why}; left alone")
-    return (yield from _loop(plan, record, tick, reconcile=True))
+    return (yield from _loop(plan, State(record, tick, True)))
 
 
 # --- the loop ---------------------------------------------------------------------
 
 
-def _loop(plan: Plan, record: EffectRecord | None, tick: Tick, *, reconcile: bool) -> Steps:
-    st = State(record, tick, reconcile)
+def _loop(plan: Plan, st: State) -> Steps:
+    reconcile = st.reconcile
+    look_first = looks_first(plan)
     for _ in range(_MAX_STEPS):
         sit = st.situation()
         obs = st.observation(plan.policy)
-        act = _decide(sit, obs)
+        act = _decide(sit, obs, look_first)
         if act is _VERIFY:
             yield from verify_round(plan, st, sit)
             if st.hard_stop is not None and not st.performed and not reconcile:
                 return (yield from stop_before_boundary(plan, st))
             continue
         if act is _EXECUTE:
+            if plan.has_precondition and not st.precondition_checked:
+                stopped = yield from precondition_holds(plan, st, obs)
+                if stopped is not None:
+                    return stopped
             yield from mark_and_perform(plan, st)
             continue
         if act is _CLAIM:
             if reconcile or st.hard_stop is not None or st.performed:
                 return finish(st, act, sit, claim_refused(st))
-            result = yield from claim_effect(plan, st, obs)
+            result = yield from claim_effect(plan, st, obs, look_first)
             if result is not None:
                 return result
             continue
         if act is _DEFER:
+            return (yield from defer(plan, st, sit))
+        if act is _RELEASE and owns_releasable(st):
+            # My own claim, nothing performed, the look unavailable: the row goes
+            # back to what the claim found (a new key, or the failed attempt it
+            # re-claimed), and the run defers as if it had never claimed.
+            yield from release(plan, st, reason_of(plan, act, st))
             return (yield from defer(plan, st, sit))
         if act is not _RECORD_CONFIRMED and act not in _MOVES:
             return finish(st, act, sit, held_reason(st, act))  # FINISHED, HOLD: nothing to write

@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from .._rules.budgets import PoolUsage, over
 from .._rules.errors import ActOnceError, HardStop, LedgerError, PayloadMismatch, UsageError
@@ -56,13 +56,22 @@ from .._rules.operator import (
     RunSummary,
     SummaryItem,
     classify,
+    may_have_happened,
     open_why,
 )
 from .._rules.text import world_text
 from .._store.records import LeaseRecord, LeaseResult
 from .budgets import BudgetUsage
 from .operation_review import OperationsDue, OperationsIn
-from .ops import NOW, Get, Hook, Hooked, Op, OpenEffects, Select, StoreOp, Tick
+from .operator_ops import (
+    LeaseAcquire,
+    LeaseRelease,
+    LeaseRenew,
+    SummaryGet,
+    SummaryList,
+    SummaryPut,
+)
+from .ops import NOW, Get, Hook, Hooked, Op, OpenEffects, Select, Tick
 
 __all__ = [
     "Config",
@@ -88,56 +97,6 @@ class Config:
     run_id: str
     kinds: frozenset[str]
     limit: int = 1000
-
-
-# --- the store operations -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseAcquire(StoreOp):
-    primitive: ClassVar[str] = "lease_acquire"
-    name: str
-    owner: str
-    now: float
-    expires_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRenew(StoreOp):
-    primitive: ClassVar[str] = "lease_renew"
-    name: str
-    token: int
-    owner: str
-    now: float
-    expires_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRelease(StoreOp):
-    primitive: ClassVar[str] = "lease_release"
-    name: str
-    token: int
-    owner: str
-    now: float
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryPut(StoreOp):
-    primitive: ClassVar[str] = "summary_put"
-    summary: RunSummary
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryGet(StoreOp):
-    primitive: ClassVar[str] = "summary_get"
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryList(StoreOp):
-    primitive: ClassVar[str] = "summary_list"
-    operator: str | None
-    limit: int
 
 
 # --- control flow inside the run ------------------------------------------------------------
@@ -341,8 +300,10 @@ def _reconcile(run: _Run) -> Gen:
             notes[record.key] = _text(result.reason)
     left: list[EffectRecord] = []
     statuses = tuple(sorted(AMBIGUOUS_STATUSES))
+    tick: Tick = yield NOW
     for kind in sorted(cfg.kinds):
         rows: list[EffectRecord] = yield Select(statuses, cfg.limit, kind)
+        rows = [r for r in rows if may_have_happened(r, tick.now, tick.trusted)]
         left += yield from _mine(run, rows)
     if not left:
         return

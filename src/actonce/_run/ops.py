@@ -22,6 +22,7 @@ explorer or a simulator may answer them any other way.
 | ``Refresh``     | ``Refreshed`` (facts, or why there are none)   |
 | ``Hook``        | ``Hooked`` (what a hook returned or raised)    |
 | ``ReplacePacket``| ``Packet | None`` (``None``: it moved meanwhile)|
+| ``Release``     | ``bool`` (``False``: the claim moved meanwhile) |
 | ``MatchPrefix``, ``Events``, ``Select``, ``OpenEffects``, ``Counts``,   |
 | ``Duplicates``, ``HoldsOf`` | the store's answer (read-only queries) |
 
@@ -77,6 +78,7 @@ __all__ = [
     "Precondition",
     "Refresh",
     "Refreshed",
+    "Release",
     "ReplacePacket",
     "RunEffect",
     "Select",
@@ -256,6 +258,20 @@ class StoreOp:
     def args(self) -> tuple[Any, ...]:
         names: tuple[str, ...] = type(self).__slots__  # the dataclass's fields, in order
         return tuple(getattr(self, name) for name in names)
+
+
+@dataclass(frozen=True, slots=True)
+class Release(StoreOp):
+    """Give back an unperformed claim: the row as it was before it (``restore``; none: no row).
+
+    Compare-and-set on ``expect`` (the claim's status and fence), with ``event``.
+    """
+
+    primitive: ClassVar[str] = "release"
+    key: str
+    expect: tuple[Status, int]
+    restore: EffectRecord | None
+    event: Event
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,10 @@ class State:
     declined: bool = False
     precondition_checked: bool = False
     evidence: str | None = None
+    #: The record this run's own ungated claim replaced (``None``: no row), kept
+    #: so that a release gives it back; ``releasable`` is False until it claims.
+    before_claim: EffectRecord | None = None
+    releasable: bool = False
 
     def situation(self) -> d.Situation:
         tick = self.tick

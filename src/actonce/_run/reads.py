@@ -18,7 +18,7 @@ from .._rules.model import EffectRecord, Status
 from .._rules.receipts import Receipt
 from .._store.listing import Cursor
 from . import operation, review
-from .operator import SummaryGet, SummaryList
+from .operator_ops import SummaryGet, SummaryList
 from .ops import Counts, Events, Get, Op, OpenEffects, Select, Steps
 
 __all__ = [

@@ -23,7 +23,16 @@ from .ops import VERIFY, AppendEvent, Claim, Evidence, Op, Sleep, Verified
 from .outcome import finish, perform_data, reason_of, result_of
 from .plan import Plan, State, Steps
 from .points import CrashPoint as P
-from .writes import RECORDED, TYPE_OF, event_of, fresh_record, lease_back, move
+from .writes import (
+    RECORDED,
+    TYPE_OF,
+    event_of,
+    fresh_record,
+    lease_back,
+    move,
+    owns_releasable,
+    release,
+)
 
 __all__ = [
     "apply_move",
@@ -90,7 +99,14 @@ def stop_before_boundary(plan: Plan, st: State) -> Steps:
     mine = record is not None and record.fence == st.my_fence
     if mine and record is not None and record.status is Status.CLAIMED:
         why = f"hard stop before perform: {reason}; released: nothing was performed"
-        yield from move(plan, st, Status.FAILED, why, before=P.BEFORE_RECORD)
+        if owns_releasable(st):
+            yield from release(plan, st, why)
+            note = f"seen by verification: {reason}"  # under the attempt given back
+            yield AppendEvent(
+                event_of(plan, st.record, EventType.HARD_STOP, st.tick.now, message=note)
+            )
+        else:
+            yield from move(plan, st, Status.FAILED, why, before=P.BEFORE_RECORD)
     else:
         why = f"seen by verification: {reason}"
         yield AppendEvent(event_of(plan, record, EventType.HARD_STOP, st.tick.now, message=why))
@@ -131,6 +147,8 @@ def record_confirmed(plan: Plan, st: State) -> Generator[Op, Any, bool]:
     message = (
         None if st.perform_error is None else f"confirmed; the perform raised {st.perform_error}"
     )
+    if owns_releasable(st):  # found by the look under this run's claim
+        message = "result existed before the perform"
     return (
         yield from move(
             plan,

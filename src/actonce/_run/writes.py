@@ -3,7 +3,9 @@
 Every change of a record goes through :func:`move` (a compare-and-set on
 (status, fence) with its one event, checked against the lifecycle; the
 record is reloaded when the CAS loses) or through a claim
-(:mod:`actonce._run.claim`), whose fresh record is :func:`fresh_record`.
+(:mod:`actonce._run.claim`), whose fresh record is :func:`fresh_record`,
+or, for this run's own unperformed claim, through :func:`release` (the row
+given back as it was before the claim, or no row at all).
 A failed checkpoint write before the perform aborts the run
 (:func:`abort_before_perform`): nothing is performed after it.
 """
@@ -26,7 +28,7 @@ from .._rules.model import (
     new_record,
 )
 from .._rules.text import world_text
-from .ops import Get, Op, Transition
+from .ops import Get, Op, Point, Release, Transition
 from .plan import Plan, State
 from .points import CrashPoint as P
 
@@ -38,6 +40,8 @@ __all__ = [
     "fresh_record",
     "lease_back",
     "move",
+    "owns_releasable",
+    "release",
 ]
 
 Sit, Obs, Act = d.Situation, d.Observation, d.Action
@@ -84,6 +88,48 @@ def move(
         st.record = yield Get(plan.key)
         return False
     st.record = got
+    return True
+
+
+def owns_releasable(st: State) -> bool:
+    """This run's own ungated claim, boundary not crossed: a release gives the row back."""
+    record = st.record
+    return (
+        st.releasable
+        and record is not None
+        and record.status is Status.CLAIMED
+        and record.fence == st.my_fence
+        and not record.gated
+    )
+
+
+def release(plan: Plan, st: State, reason: str) -> Generator[Op, Any, bool]:
+    """Give back this run's unperformed claim: the row as it was before it, or none.
+
+    A claim is reversible until the ``executing`` mark: nothing was
+    performed, so the key returns to the state the claim found (a new key,
+    or the failed attempt it re-claimed), indistinguishable from never
+    claimed but for the two events in its history. Compare-and-set on the
+    claim's (status, fence); the record is reloaded when it loses.
+    """
+    cur = st.record
+    assert cur is not None and owns_releasable(st)
+    before = st.before_claim
+    to = None if before is None else before.status
+    check_transition(cur.status, to)
+    text = world_text(reason, plan.secrets)
+    event = new_event(
+        plan.key, EventType.RELEASED, st.tick.now, cur.fence, plan.run_id, cur.status, to,
+        text, {}, None,
+    )  # fmt: skip
+    yield Point(P.BEFORE_RECORD)
+    won = yield Release(plan.key, (cur.status, cur.fence), before, event)
+    if not won:
+        st.record = yield Get(plan.key)
+        return False
+    yield Point(P.AFTER_RECORD)
+    st.record = before
+    st.releasable = False
     return True
 
 

@@ -105,6 +105,14 @@ class EffectStore(Protocol):
         fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None: ...
 
+    def release(
+        self,
+        key: str,
+        expect: tuple[Status, int],
+        restore: EffectRecord | None,
+        event: Event,
+    ) -> bool: ...
+
     def extend(self, key: str, expect: tuple[Status, int], lease_expires_at: float) -> bool: ...
 
     def append_event(self, event: Event) -> None: ...
@@ -379,6 +387,14 @@ class AsyncEffectStore(Protocol):
         settle: Settle | None = None,
         fields: tuple[str, ...] | None = None,
     ) -> EffectRecord | None: ...
+
+    async def release(
+        self,
+        key: str,
+        expect: tuple[Status, int],
+        restore: EffectRecord | None,
+        event: Event,
+    ) -> bool: ...
 
     async def extend(
         self, key: str, expect: tuple[Status, int], lease_expires_at: float

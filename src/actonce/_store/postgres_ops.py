@@ -123,10 +123,27 @@ def claim(
     won, _ = yield stmt
     if won == 1:
         return ClaimResult(True, new)
+    # ``None``: the row was released (deleted) between the insert and this read.
     current = yield from get(new.key)
-    if current is None:  # pragma: no cover - rows are never deleted
-        raise LedgerUnavailable(f"effect {new.key[:16]} vanished during a claim")
     return ClaimResult(False, current)
+
+
+RELEASE_DELETE = (
+    "WITH won AS (DELETE FROM effects WHERE key = %s AND status = %s AND fence = %s "
+    f"RETURNING key) INSERT INTO events ({q.EV_COLS}) SELECT {_EV_TYPED} FROM won"
+)
+
+
+def release(
+    key: str, expect: tuple[Status, int], restore: EffectRecord | None, event: Event
+) -> Work[bool]:
+    """Give back an unperformed claim: the row it replaced, or no row (one event)."""
+    if restore is None:
+        stmt = Stmt(RELEASE_DELETE, (key, expect[0].value, expect[1], *event_params(event)), True)
+    else:
+        stmt = Stmt(CAS, (*_cas_params(restore, expect), *event_params(event)), True)
+    won, _ = yield stmt
+    return bool(won == 1)
 
 
 def transition(

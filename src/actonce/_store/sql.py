@@ -49,6 +49,8 @@ EV_COLS = ", ".join(EVENT_COLUMNS)
 _OPEN = ", ".join(f"'{s.value}'" for s in sorted(OPEN_STATUSES))
 
 GET = f"SELECT {COLS} FROM effects WHERE key = ?"
+# A release of a new key's claim: the row goes, if it is still that claim.
+DELETE = "DELETE FROM effects WHERE key = ? AND status = ? AND fence = ?"
 EVENT = f"INSERT INTO events ({EV_COLS}) VALUES ({_marks(len(EVENT_COLUMNS))})"
 EVENTS = f"SELECT seq, {EV_COLS} FROM events WHERE key = ? ORDER BY seq"
 OPEN = f"SELECT {COLS} FROM effects WHERE status IN ({_OPEN}) ORDER BY lease_expires_at LIMIT ?"

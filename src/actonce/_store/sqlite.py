@@ -376,9 +376,24 @@ class SQLiteStore:
                     run_sqlite(c, work)
                 return True, ClaimResult(True, new)
             row = c.execute(q.GET, (new.key,)).fetchone()
-            return False, ClaimResult(False, record_from_row(row))
+            return False, ClaimResult(False, None if row is None else record_from_row(row))
 
         return self._write(fn, durable=durable)
+
+    def release(
+        self, key: str, expect: tuple[Status, int], restore: EffectRecord | None, event: Event
+    ) -> bool:
+        """Give back an unperformed claim: the row it replaced, or no row (one event)."""
+        text, params = (q.DELETE, (key, expect[0]._value_, expect[1])) if restore is None else (
+            CAS, _cas_params(restore, expect))  # fmt: skip
+
+        def fn(c: sqlite3.Connection) -> tuple[bool, bool]:
+            if c.execute(text, params).rowcount != 1:
+                return False, False
+            c.execute(q.EVENT, event_params(event))
+            return True, True
+
+        return self._write(fn)
 
     def transition(
         self,

@@ -54,6 +54,7 @@ from ._errors import (
 from ._firewall import AsyncFirewall, FirewallWarning, firewall, refusal_page
 from ._guard import as_effect
 from ._install import Obtained, ensure_chromium
+from ._listing import Listings, verify_many
 from ._notes import NoteEffect
 from ._screens import Screens
 from ._session import AsyncBrowserSession
@@ -78,6 +79,7 @@ __all__ = [
     "FirewallWarning",
     "HoldEffect",
     "InvoiceEffect",
+    "Listings",
     "Media",
     "NotPerformed",
     "NoteEffect",
@@ -116,4 +118,5 @@ __all__ = [
     "normalize",
     "normalize_text",
     "refusal_page",
+    "verify_many",
 ]

@@ -14,6 +14,7 @@ from urllib.parse import urlencode, urlsplit
 
 from actonce import Absent, Confirmed, HardStop, UsageError, Verdict, origin_of
 
+from ._errors import PageUnavailable
 from ._site import SiteEffect, normalize_text
 
 if TYPE_CHECKING:
@@ -26,8 +27,8 @@ __all__ = ["InvoiceEffect", "Media", "PostEffect", "ToggleEffect", "follow", "li
 _POST_URL = re.compile(r"/posts/\d+$")
 _INVOICE_URL = re.compile(r"/invoices/\d+$")
 
-# One round trip reads every post card on the page.
-_CARDS = """els => els.map(e => {
+# One post card as plain data (a JS function of the card element).
+_CARD = """e => {
   const q = s => e.querySelector(s);
   const media = q('[data-testid="post-media"]');
   return {
@@ -40,7 +41,30 @@ _CARDS = """els => els.map(e => {
     alt: q('[data-testid="post-alt"]')?.textContent ?? '',
     parent: q('[data-testid="post-parent"]')?.getAttribute('href') ?? '',
   };
-})"""
+}"""
+_CARDS = f"els => els.map({_CARD})"
+_ROW = "e => ({...e.dataset})"
+
+
+async def _listed(
+    session: AsyncBrowserSession, box: str, row: str, read_row: str
+) -> list[dict[str, Any]]:
+    """Every row of the one list ``box`` on the page, in one round trip.
+
+    The list says how many rows it holds (``data-total``); a page with no such
+    list, or one that shows fewer or more rows than it holds, is not a
+    reliable listing: ``PageUnavailable`` (never an absence).
+    """
+    found: list[dict[str, Any]] = await session.page.locator(box).evaluate_all(
+        f"els => els.map(e => ({{total: e.dataset.total ?? null, "
+        f"rows: Array.from(e.querySelectorAll({row!r})).map({read_row})}}))"
+    )
+    if len(found) != 1:
+        raise PageUnavailable(f"{len(found)} {box} lists on the page; need exactly one")
+    total, rows = found[0]["total"], list(found[0]["rows"])
+    if total is None or not str(total).isdigit() or int(total) != len(rows):
+        raise PageUnavailable(f"the list is incomplete: it shows {len(rows)} of {total} rows")
+    return rows
 
 
 def _counted(session: AsyncBrowserSession, prefix: str, ids: list[int]) -> Confirmed:
@@ -157,13 +181,20 @@ class PostEffect(SiteEffect):
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         probe = self.text.splitlines()[0][:80]
         await session.goto("/search?" + urlencode({"author": self.author, "q": probe}))
-        cards: list[dict[str, Any]] = await session.page.locator(
-            '[data-testid="results"] > [data-testid="post"]'
-        ).evaluate_all(_CARDS)
-        matches = self._matches(cards)
-        if not matches:
-            return Absent()
-        return _counted(session, "/posts", matches)
+        return self.judge(session, await self.read_listing(session))
+
+    def listing(self) -> str:
+        # Every post of the author: a superset of the search above.
+        return "/search?" + urlencode({"author": self.author})
+
+    async def read_listing(self, session: AsyncBrowserSession) -> list[dict[str, Any]]:
+        return await _listed(
+            session, '[data-testid="results"]', ':scope > [data-testid="post"]', _CARD
+        )
+
+    def judge(self, session: AsyncBrowserSession, rows: Any) -> Verdict:
+        matches = self._matches(rows)
+        return _counted(session, "/posts", matches) if matches else Absent()
 
     async def verify_here(self, session: AsyncBrowserSession) -> Verdict | None:
         # The confirmation is the new post's own page (one post per accepted
@@ -339,9 +370,18 @@ class InvoiceEffect(SiteEffect):
 
     async def verify(self, session: AsyncBrowserSession) -> Verdict:
         await session.goto("/invoices?" + urlencode({"reference": self.reference}))
-        rows: list[dict[str, str]] = await session.page.get_by_test_id("invoice-row").evaluate_all(
-            "els => els.map(e => ({...e.dataset}))"
+        return self.judge(session, await self.read_listing(session))
+
+    def listing(self) -> str:
+        # Every invoice: a superset of the filtered list above.
+        return "/invoices"
+
+    async def read_listing(self, session: AsyncBrowserSession) -> list[dict[str, Any]]:
+        return await _listed(
+            session, '[data-testid="invoices"]', '[data-testid="invoice-row"]', _ROW
         )
+
+    def judge(self, session: AsyncBrowserSession, rows: Any) -> Verdict:
         ids = sorted(
             int(r["invoiceId"])
             for r in rows
@@ -359,7 +399,7 @@ class InvoiceEffect(SiteEffect):
         if invoice_id is None:
             return None
         rows: list[dict[str, str]] = await session.page.get_by_test_id("invoice").evaluate_all(
-            "els => els.map(e => ({...e.dataset}))"
+            f"els => els.map({_ROW})"
         )
         ours = [
             r for r in rows

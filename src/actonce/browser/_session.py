@@ -22,7 +22,7 @@ from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 
-from actonce import HardStop, UsageError, origin_of
+from actonce import HardStop, UsageError, Verdict, origin_of
 from actonce.evidence import evidence_root, new_session_folder
 
 from ._capture import capture_page, evidence_name
@@ -337,6 +337,13 @@ class AsyncBrowserSession:
     def effect(self, site_effect: SiteEffect) -> AsyncEffect:
         """Bind a site effect to this session."""
         return AsyncEffect(self, site_effect)
+
+    async def verify_many(self, site_effects: Sequence[SiteEffect]) -> list[Verdict]:
+        """Verdicts of many site effects, one page load per shared listing
+        (``SiteEffect.listing``); see :func:`actonce.browser.verify_many`."""
+        from ._listing import verify_many
+
+        return await verify_many(self, site_effects)
 
     def post_effect(
         self, text: str, *, media: Media | None = None, parent: str | None = None

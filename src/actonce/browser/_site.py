@@ -17,6 +17,10 @@ evidence. A subclass supplies:
 - ``verify_here(session)``: optional, the first verification after a
   confirmed perform read from the page the click left, without a page load
   (default ``None``: ``verify`` runs);
+- ``listing()`` / ``read_listing(session)`` / ``judge(session, rows)``:
+  optional, one page listing every object ``verify`` could count, shared by
+  many effects of the kind, read once and judged per effect (``verify_many``,
+  ``Listings`` for reconcile; default: no shared listing);
 - ``precondition(session)``: optional business check (default True);
 - ``requests``: optional, the mutating requests the submit makes, in order
   (``("POST /notes", "POST /notes/{id}/publish")``): each goes out at most
@@ -29,7 +33,7 @@ from __future__ import annotations
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from actonce import RequestPattern, UsageError, Verdict
 
@@ -135,3 +139,40 @@ class SiteEffect(ABC):
         counts on the site's own listing with ``verify``.
         """
         return None
+
+    def listing(self) -> str | None:
+        """Optional: the path of a page listing every object ``verify`` could count.
+
+        The same path for the many effects of this kind one read of it can
+        judge (the sandbox's invoices: ``/invoices``; its posts:
+        ``/search?author=alice``). With ``read_listing`` and ``judge`` it
+        lets ``verify_many`` and reconcile (``Listings``) verify many
+        effects from one page load. ``None`` (the default): no shared
+        listing, each effect runs ``verify``.
+        """
+        return None
+
+    async def read_listing(self, session: AsyncBrowserSession) -> Any:
+        """Read the listing page the session is on (``listing()``, loaded), whole.
+
+        Return plain data (the rows) for ``judge``. Raise ``PageUnavailable``
+        when the page does not show the whole list (cut short, a next
+        page, a count that disagrees with the rows): every effect it would
+        have judged is then ``Unavailable``. Read-only; no navigation.
+        """
+        self._no_listing()
+
+    def judge(self, session: AsyncBrowserSession, rows: Any) -> Verdict:
+        """This effect's verdict on rows ``read_listing`` returned.
+
+        It must be the verdict ``verify`` gives on a page holding the same
+        rows (write ``verify`` as a load of its own page, ``read_listing``
+        and ``judge``, and both paths share the rule): match exactly what
+        this effect made, count every match. Pure: no page access.
+        """
+        self._no_listing()
+
+    def _no_listing(self) -> NoReturn:
+        raise UsageError(
+            f"{type(self).__name__} declares listing() but not read_listing() and judge()"
+        )

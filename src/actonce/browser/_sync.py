@@ -258,6 +258,10 @@ class BrowserSession:
         """Run ``await fn(async_session)`` on the driver's loop (escape hatch)."""
         return self._loop.run(fn(self._inner))
 
+    def verify_many(self, site_effects: Sequence[SiteEffect]) -> list[Verdict]:
+        """See ``AsyncBrowserSession.verify_many``."""
+        return self._loop.run(self._inner.verify_many(site_effects))
+
     def effect(self, site_effect: SiteEffect) -> Effect:
         """Bind a site effect to this session."""
         return Effect(self._loop, self._inner.effect(site_effect))

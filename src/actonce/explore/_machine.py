@@ -40,6 +40,7 @@ from .._run.ops import (
     Performed,
     Point,
     Precondition,
+    Release,
     Sleep,
     StoreOp,
     Tick,
@@ -57,8 +58,8 @@ IDLE = -1
 KEY = "explore-effect"
 T0 = 1000.0
 S = Status
-_WRITES = (Claim, Transition, AppendEvent)
-_CHANGES = (Claim, Transition, Perform, Sleep)
+_WRITES = (Claim, Transition, Release, AppendEvent)
+_CHANGES = (Claim, Transition, Release, Perform, Sleep)
 _SETTLED = frozenset({S.CONFIRMED, S.FAILED, S.NEEDS_REVIEW, S.ABANDONED})
 _HUMAN_ONLY = frozenset({S.CONFIRMED, S.ABANDONED, S.NEEDS_REVIEW})
 
@@ -441,11 +442,11 @@ class Machine:
         before = ledger.record(s.store)
         snap = ledger.snapshot(child.store)
         after = snap.record
-        assert after is not None
+        now = None if after is None else after.status  # None: a claim released to no record
         frozen = a.win == 3
         found: list[Violation] = []
         changes = snap.changes
-        if len(changes) != child.writes or changes[-1][4] is not after.status:
+        if len(changes) != child.writes or changes[-1][4] is not now:
             found.append(
                 Violation(
                     "one_event_per_change", f"{child.writes} changes, {len(changes)} change events"
@@ -468,21 +469,21 @@ class Machine:
                 )
         if old in _HUMAN_ONLY and not human:
             found.append(
-                Violation("terminal_changes_only_by_human", f"{name} moved {old} -> {after.status}")
+                Violation("terminal_changes_only_by_human", f"{name} moved {old} -> {now}")
             )
         if isinstance(op, Transition) and i < self.n and a.fence and a.performs:
             # Superseded: another fence holds the key, or its own mark was failed
             # (the key re-opened). The one write left is more caution (or a
             # confirmation that verification proved).
             superseded = op.expect[1] != a.fence or op.expect[0] is S.FAILED
-            if superseded and after.status not in (S.NEEDS_REVIEW, S.CONFIRMED):
+            if superseded and now not in (S.NEEDS_REVIEW, S.CONFIRMED):
                 found.append(
                     Violation(
                         "no_superseded_fence_write",
-                        f"{name} (fence {a.fence}) wrote {op.expect[0]} -> {after.status} on fence {op.expect[1]}",
+                        f"{name} (fence {a.fence}) wrote {op.expect[0]} -> {now} on fence {op.expect[1]}",
                     )
                 )
-        if after.status is S.FAILED and not human and s.world:
+        if now is S.FAILED and not human and s.world:
             found.append(
                 Violation(
                     "failed_means_absent",
@@ -490,7 +491,11 @@ class Machine:
                     s.frozen,
                 )
             )
-        if after.status in (S.CLAIMED, S.EXECUTING) and after.lease_expires_at <= s.clock:
+        if (
+            after is not None
+            and now in (S.CLAIMED, S.EXECUTING)
+            and after.lease_expires_at <= s.clock
+        ):
             found.append(
                 Violation(
                     "mark_carries_write_time",

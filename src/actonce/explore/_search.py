@@ -27,6 +27,7 @@ from .._run.ops import (
     OpenEffects,
     Perform,
     Point,
+    Release,
     Sleep,
     Transition,
     Verify,
@@ -457,6 +458,9 @@ def _op_text(op: Any) -> str:
         if op.new.status in ("claimed", "executing"):
             extra = f", lease to t={op.new.lease_expires_at - 1000.0:g}"
         return f"transition {op.expect[0]}/{op.expect[1]} -> {op.new.status}{extra}"
+    if isinstance(op, Release):
+        to = "no record" if op.restore is None else f"{op.restore.status}/{op.restore.fence}"
+        return f"release {op.expect[0]}/{op.expect[1]} -> {to}"
     if isinstance(op, AppendEvent):
         return f"append event {op.event.type}"
     if isinstance(op, Get):

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._rules.errors import LedgerError, LedgerOutcomeUnknown, LedgerUnavailable
 from .._rules.model import EffectRecord, Event
-from .._run.ops import AppendEvent, Claim, Get, StoreOp, Transition
+from .._run.ops import AppendEvent, Claim, Get, Release, StoreOp, Transition
 from .._store.memory import MemoryStore
 from ._trie import Answer
 
@@ -40,8 +40,12 @@ class Snapshot:
 
     @property
     def changes(self) -> tuple[tuple[Any, ...], ...]:
-        """The events that change the status."""
-        return tuple(event_key(e) for e in self.events if e.to_status is not None)
+        """The events that change the status (a release back to no record, too)."""
+        return tuple(
+            event_key(e)
+            for e in self.events
+            if e.to_status is not None or e.from_status is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +145,9 @@ class Ledger:
                     fields=op.fields,
                 )  # fmt: skip
                 event = op.event if value is not None else None
+            elif isinstance(op, Release):
+                value = store.release(op.key, op.expect, op.restore, op.event)
+                event = op.event if value else None
             elif isinstance(op, AppendEvent):
                 store.append_event(op.event)
                 value, event = None, op.event

@@ -9,7 +9,7 @@ truth at ``/admin/booking/ground-truth``), and deterministic fault injection
 FIN or a reset, which makes browsers resend a POST — slow confirmations, 500s
 before or after commit, late indexing, login wall, CAPTCHA, rate limit, price
 change, an editor that appends, a page that submits twice, a booking refused
-after its payment, a message accepted but never delivered).
+after its payment, a message accepted but never delivered, a list cut short).
 Its SQLite database is the ground truth: ``GET /admin/ground-truth`` counts
 what was created per natural key, independently of any ledger.
 

@@ -116,6 +116,9 @@ class Fault(enum.StrEnum):
     """(``booking.message``) The message is accepted (the answer looks like
     any other) but never delivered: the outbox shows it undelivered; the next
     send with the same message key delivers it, once."""
+    TRUNCATED_LIST = "truncated_list"
+    """(``view.search``, ``view.invoices``) The list shows one row fewer than
+    it has; its ``data-total`` still counts them all (a page cut short)."""
 
 
 _COMMITTING = {

@@ -23,13 +23,15 @@ class InvoicePages(Pipeline):
         if isinstance(ctx, Response):
             return ctx
         reference = ctx.fields.get("reference", "")
+        invoices = self.db.list_invoices(reference or None)
         return await self._finish(
             ctx,
             self._page(
                 ctx,
                 "invoices.html",
                 reference=reference,
-                invoices=self.db.list_invoices(reference or None),
+                invoices=ctx.shown(invoices),
+                total=len(invoices),
             ),
         )
 

@@ -47,6 +47,10 @@ class Ctx:
     def has(self, fault: Fault) -> FiredFault | None:
         return next((f for f in self.fired if f.fault is fault), None)
 
+    def shown(self, rows: list[Any]) -> list[Any]:
+        """The rows a list page shows: one fewer under ``truncated_list``."""
+        return rows[:-1] if self.has(Fault.TRUNCATED_LIST) else rows
+
     @property
     def hidden_for(self) -> float:
         late = self.has(Fault.LATE_INDEX)

@@ -175,5 +175,8 @@ class SocialPages(Pipeline):
         author, q = ctx.fields.get("author", ""), ctx.fields.get("q", "")
         posts = self.db.search_posts(author or None, q or None)
         return await self._finish(
-            ctx, self._page(ctx, "search.html", author=author, q=q, posts=posts)
+            ctx,
+            self._page(
+                ctx, "search.html", author=author, q=q, posts=ctx.shown(posts), total=len(posts)
+            ),
         )

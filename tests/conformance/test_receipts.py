@@ -39,6 +39,20 @@ def test_an_operation_is_found_by_its_step_or_undo_key(store: Any) -> None:
     assert store.operation_of("s0") is None  # nor is a step's name
 
 
+def test_a_definition_naming_a_key_twice_and_a_later_one_taking_a_key(store: Any) -> None:
+    # All step keys go in one statement: a key named twice is written once
+    # (PostgreSQL refuses to update one row twice in a statement).
+    assert store.operation_put("op-a", None, _spec(("k1", "k1"), ("k2", None)), 1.0, "r")
+    assert store.operation_of("k1") == "op-a"
+    assert store.operation_of("k2") == "op-a"
+    store.operation_put("op-b", None, _spec(("k2", None), ("k3", None)), 2.0, "r")
+    assert store.operation_of("k2") == "op-b"  # the newest operation of a key
+    assert store.operation_of("k3") == "op-b"
+    assert store.operation_of("k1") == "op-a"
+    store.operation_put("op-a", None, _spec(("k1", "k1"), ("k2", None)), 3.0, "r")
+    assert store.operation_of("k2") == "op-b"  # a definition already recorded writes nothing
+
+
 def test_the_ledger_checks_what_it_is_asked(store: Any) -> None:
     ledger = Ledger(store, clock=FrozenClock())
     assert ledger.receipts() == []

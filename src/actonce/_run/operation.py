@@ -44,7 +44,9 @@ from .operation_view import (
     OperationView,
     StepSpec,
     decision_of_row,
+    parse_spec,
     step_state,
+    view_from,
     view_of,
 )
 from .operation_view import live_receipt as live_receipt
@@ -232,8 +234,11 @@ def _states(
     return [step_state(spec, r, u) for spec, (r, u) in zip(op.step_specs(), records, strict=True)]
 
 
-def define_operation(op: OperationPlan) -> Gen[None]:
-    """Record the operation's definition (once; a later one must name the same steps)."""
+def define_operation(op: OperationPlan) -> Gen[str]:
+    """Record the operation's definition (once; a later one must name the same steps).
+
+    Answers the definition as the ledger keeps it (scrubbed).
+    """
     tick: Tick = yield NOW
     recorded: str = yield OperationPut(op.op_id, op.intent, op.spec(), tick.now, op.run_id)
     if not _same_definition(recorded, op.spec()):
@@ -241,6 +246,7 @@ def define_operation(op: OperationPlan) -> Gen[None]:
             f"operation {op.op_id!r} was defined with other steps or keys; "
             "an operation's steps never change (make a new one for a new intent version)"
         )
+    return recorded
 
 
 def withdraw_operation(op: OperationPlan, by: str, reason: str) -> Gen[OperationView]:
@@ -255,8 +261,7 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
     ``define=False`` skips recording the definition (a pass of an operation
     object that already recorded it).
     """
-    if define:
-        yield from define_operation(op)
+    recorded = (yield from define_operation(op)) if define else None
     runs: list[tuple[str, RunResult]] = []
     records = yield from _records(op)
     states = _states(op, records)
@@ -303,7 +308,11 @@ def run_operation(op: OperationPlan, *, define: bool = True) -> Gen[OperationRes
         if step.role is Role.RETRIABLE and result.outcome is Outcome.FAILED:
             break  # a dropped notification is retried on its own, after its backoff
     # What the runs wrote, read back once: the state, the receipt, the next due work.
-    view: OperationView = yield from view_of(op.op_id)
+    # (A definition never changes: the one recorded above is read again only
+    # by a pass that did not record it.)
+    view: OperationView = yield from (
+        view_of(op.op_id) if recorded is None else view_from(op.op_id, parse_spec(recorded))
+    )
     yield from write_receipt(view, op.run_id)
     receipt = view.receipt if stands_still(view) else None
     # The steps named as the ledger keeps them (a name scrubbed), as the view reads them.

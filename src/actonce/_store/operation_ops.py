@@ -60,11 +60,16 @@ def operation_put(
             operation_event_key(op_id), EventType.OPERATION_STARTED, now, run_id,
             f"operation {op_id} defined", intent=None if intent is None else str(intent),
         )  # fmt: skip
-        for key in _keys(spec):  # the newest operation of a key is the one it answers to
+        # The newest operation of a key is the one it answers to; one statement
+        # for all of them (a key named twice is written once: PostgreSQL refuses
+        # to update one row twice in a statement).
+        keys = list(dict.fromkeys(_keys(spec)))
+        if keys:
             yield Stmt(
-                "INSERT INTO operation_steps (key, op_id) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET op_id = excluded.op_id",
-                (key, op_id),
+                "INSERT INTO operation_steps (key, op_id) VALUES "
+                + ", ".join(["(?, ?)"] * len(keys))
+                + " ON CONFLICT (key) DO UPDATE SET op_id = excluded.op_id",
+                tuple(v for key in keys for v in (key, op_id)),
                 True,
             )
     _, rows = yield Stmt("SELECT spec FROM operations WHERE op_id = ?", (op_id,))

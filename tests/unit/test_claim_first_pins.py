@@ -265,3 +265,37 @@ def test_a_declined_then_confirmed_run_is_unaffected_by_a_release(
     found = lg.run(edge(world, "again"))
     assert found.outcome is Outcome.SKIPPED and found.status is Status.CONFIRMED
     assert of(store, "edge:again", EventType.RELEASED) == []
+
+
+def test_a_result_found_before_a_direct_claim_is_recorded_confirmed(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    world.made.append("found")  # it exists before this run
+    policy = replace(POLICY, verify_after_claim=False)  # the claim is the mark: look first
+    runs: list[Any] = []
+    seen = passed(lambda: runs.append(lg.run(edge(world, "found", policy=policy))))
+    [result] = runs
+    assert result.outcome is Outcome.SKIPPED and not result.performed
+    assert (result.status, result.attempt, result.result_ref) == (Status.CONFIRMED, 1, "found")
+    assert seen == ["before_record", "after_record"], seen
+    stored = store.get("edge:found")
+    assert stored is not None, "the result found first was not recorded"
+    assert (stored.status, stored.fence, stored.matches, stored.result_ref, stored.kind) == (
+        Status.CONFIRMED,
+        1,
+        1,
+        "found",
+        "edge",
+    )
+    assert stored.updated_at == clock.now() and stored.executing_at is None
+    [event] = store.events("edge:found")
+    assert (event.type, event.to_status, event.fence, event.message) == (
+        EventType.CONFIRMED,
+        Status.CONFIRMED,
+        1,
+        "result existed before any claim",
+    )
+    assert event.data.get("result_ref") == "found"
+    assert world.made == ["found"]

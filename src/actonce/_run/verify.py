@@ -177,7 +177,7 @@ def apply_move(plan: Plan, st: State, act: d.Action) -> Generator[Op, Any, bool]
             changes["result_ref"] = world_text(verdict.result_ref, plan.secrets)
         if st.record is None:
             check_transition(None, to)
-            new = fresh_record(plan, st.tick.now, to, fence=1, **changes)
+            new = fresh_record(plan, st.tick.now, to, fence=1, reason=reason, **changes)
             event = event_of(
                 plan, new, TYPE_OF[to], st.tick.now, to_status=to, message=reason, data=data
             )

@@ -143,6 +143,7 @@ def fresh_record(
     created_at: float | None = None,
     matches: int = 0,
     gated: bool = False,
+    reason: str | None = None,
 ) -> EffectRecord:
     record: EffectRecord = new_record(
         plan.key,
@@ -155,7 +156,7 @@ def fresh_record(
         plan.payload_hash,
         plan.scope,
         result_ref,
-        None,
+        reason,
         now if created_at is None else created_at,
         now,
         now if status is Status.EXECUTING else None,

@@ -1,0 +1,88 @@
+"""``_rules`` pinned where the area's held-out mutation sample (seed 4) found it loose
+(issue 23 item 2): what an intent refuses and says, a packet's bad ceiling named as
+such, the redaction mark in URL form, and the reasons an operation's assessment gives.
+Pure rules, no store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from actonce import Intent, Status, UsageError, scrub_text
+from actonce._rules.approvals import Packet
+from actonce._rules.detect import looks_secret
+from actonce._rules.operations import (
+    DecisionRecord,
+    Next,
+    OperationDecision,
+    OperationState,
+    Role,
+    StepState,
+    assess,
+)
+
+from .test_rules_pins import _packets
+
+
+@pytest.mark.parametrize("bad", ["", "   ", 5, None])
+@pytest.mark.parametrize("field", ["intent_id", "kind"])
+def test_an_intent_without_its_id_or_kind_is_refused_with_a_reason(field: str, bad: Any) -> None:
+    good = {"intent_id": "trip", "kind": "booking"}
+    with pytest.raises(UsageError) as err:
+        Intent(**(good | {field: bad}))
+    assert str(err.value) == f"an intent needs {field} (a non-empty string)"
+
+
+def test_unknown_material_fields_are_named_in_order() -> None:
+    with pytest.raises(UsageError) as err:
+        Intent("trip", "booking", material=("when", "zeta", "alpha"))
+    assert str(err.value) == "unknown material field(s): alpha, zeta"
+
+
+def test_a_packets_bad_ceiling_is_named_as_the_ceiling() -> None:
+    _, priced, _ = _packets()
+    with pytest.raises(UsageError) as err:
+        replace(priced, ceiling="a lot")
+    assert str(err.value).startswith("ceiling must be a finite, non-negative decimal"), err.value
+    assert replace(priced, ceiling=Decimal("300")).ceiling == Decimal("300")
+    assert isinstance(priced, Packet)
+
+
+@pytest.mark.parametrize("marker", ["%5Bredacted%5D", "%5bredacted%5d"])
+def test_the_redaction_mark_in_url_form_is_no_secret(marker: str) -> None:
+    assert not looks_secret("token", marker)
+    assert looks_secret("token", "a1b2c3d4e5")
+    said = f"the session token {marker} was sent"  # scrubbed once, then written again
+    assert scrub_text(said) == said
+
+
+def _step(name: str, role: Role, status: Status | None, **kw: Any) -> StepState:
+    return StepState(name, role, status, 0 if status is None else 1, **kw)
+
+
+def test_a_retriable_step_after_the_pivot_runs_and_says_so() -> None:
+    steps = [
+        _step("book", Role.PIVOT, Status.CONFIRMED),
+        _step("notify", Role.RETRIABLE, None, max_attempts=3),
+    ]
+    a = assess(steps)
+    assert (a.state, a.next, a.index) == (OperationState.COMPLETE, Next.RUN, 1)
+    assert a.reason == "notify runs (retriable)"
+    failed = [steps[0], replace(steps[1], status=Status.FAILED, since=None)]
+    again = assess(failed)
+    assert (again.next, again.index, again.reason) == (Next.RUN, 1, "notify runs (retriable)")
+
+
+def test_a_withdrawal_waits_for_a_step_on_its_way_and_says_why() -> None:
+    steps = [
+        _step("hold", Role.COMPENSATABLE, Status.EXECUTING, has_undo=True),
+        _step("book", Role.PIVOT, None),
+    ]
+    withdraw = DecisionRecord(OperationDecision.WITHDRAW, "ana", 1.0, "plans changed", None, 0, 1)
+    a = assess(steps, decisions=[withdraw])
+    assert (a.state, a.next, a.index) == (OperationState.COMPENSATING, Next.WAIT, 0)
+    assert a.reason == "withdrawn (plans changed); hold is executing: waiting for it", a.reason

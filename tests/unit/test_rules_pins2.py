@@ -46,7 +46,7 @@ def test_unknown_material_fields_are_named_in_order() -> None:
 def test_a_packets_bad_ceiling_is_named_as_the_ceiling() -> None:
     _, priced, _ = _packets()
     with pytest.raises(UsageError) as err:
-        replace(priced, ceiling="a lot")
+        replace(priced, ceiling="a lot")  # type: ignore[arg-type]
     assert str(err.value).startswith("ceiling must be a finite, non-negative decimal"), err.value
     assert replace(priced, ceiling=Decimal("300")).ceiling == Decimal("300")
     assert isinstance(priced, Packet)

@@ -143,6 +143,7 @@ def test_one_run_is_a_tree_of_steps(otel: OTel, clock: FrozenClock) -> None:
     claim = next(e for e in ledger.store.events(effect.key.value) if e.type.value == "claimed")
     trace_id = f"{root.context.trace_id:032x}"
     assert claim.data["traceparent"].split("-")[1] == trace_id
+    assert root.attributes["actonce.run.id"] == claim.run_id  # the run the history names
     assert SECRET_REF not in everything(otel) and "Ana Secret" not in everything(otel)
     assert effect.key.value not in everything(otel)
 

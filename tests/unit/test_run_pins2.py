@@ -12,6 +12,8 @@ import pytest
 
 from actonce import Absent, Confirmed, Effect, Ledger, MemoryStore, Operation, Step, UsageError
 from actonce._run import points
+from actonce._run.clock import StepWatch
+from actonce._run.operation_view import parse_spec
 from actonce.testing import FrozenClock
 
 
@@ -34,7 +36,9 @@ def test_a_stored_receipt_keeps_what_the_live_one_says() -> None:
         [(stored, _)] = lg.receipts()
         live = lg.receipt("op-1")
         assert live is not None and stored.operation_id == "op-1"
-        assert isinstance(stored.data, Mapping), f"the stored receipt lost its data: {stored.data!r}"
+        assert isinstance(stored.data, Mapping), (
+            f"the stored receipt lost its data: {stored.data!r}"
+        )
         assert stored.data == live.data and stored.text == live.text
 
 
@@ -62,3 +66,31 @@ def test_the_environment_arms_the_point_it_names(
     points.hit("after_perform")  # the first pass goes by
     with pytest.raises(points.SimulatedCrash):
         points.hit("after_perform")
+
+
+# --- held-out seed 3 -----------------------------------------------------------------------
+
+
+def test_every_missing_budget_pool_is_named() -> None:
+    with Ledger(MemoryStore(), clock=FrozenClock()) as lg:
+        lg.budgets.define("rooms", 2)
+        with pytest.raises(UsageError) as err:
+            lg.budgets.usage("rooms", "zeta", "alpha")
+        assert str(err.value) == "no budget pool 'alpha', 'zeta'"
+
+
+def test_a_definition_recorded_without_attempts_allows_one() -> None:
+    """A definition written before steps named their attempts: each step has one."""
+    spec = parse_spec('{"steps": [{"name": "book", "role": "pivot", "key": "k1"}]}')
+    [step] = spec.steps
+    assert (step.name, step.key, step.undo, step.attempts) == ("book", "k1", None, 1)
+
+
+def test_a_clock_step_is_told_from_slewing() -> None:
+    """Slewing may move ledger time 0.1 % of the elapsed time beyond the bound; a step
+    of 5 s over 1,000 s is no slew, one of 1.5 s is."""
+    watch = StepWatch(step_bound=1.0)
+    assert watch.feed(0.0, 0.0) is False
+    assert watch.feed(1001.5, 1000.0) is False  # 1.5 <= 1.0 + 1.0
+    assert watch.feed(2006.5, 2000.0) is True, "a 5 s step over 1,000 s was taken for slewing"
+    assert watch.steps == 1

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from actonce import Intent, Status, UsageError, scrub_text
-from actonce._rules.approvals import Packet
+from actonce._rules.approvals import Answered, ApprovalStatus, Packet, answer
 from actonce._rules.detect import looks_secret
 from actonce._rules.operations import (
     DecisionRecord,
@@ -24,6 +24,7 @@ from actonce._rules.operations import (
     StepState,
     assess,
 )
+from actonce._rules.receipts import _Facts, _lines
 
 from .test_rules_pins import _packets
 
@@ -86,3 +87,28 @@ def test_a_withdrawal_waits_for_a_step_on_its_way_and_says_why() -> None:
     a = assess(steps, decisions=[withdraw])
     assert (a.state, a.next, a.index) == (OperationState.COMPENSATING, Next.WAIT, 0)
     assert a.reason == "withdrawn (plans changed); hold is executing: waiting for it", a.reason
+
+
+@pytest.mark.parametrize(
+    ("state", "line"),
+    [
+        ("charged", "Charged: 240 EUR."),
+        ("release unknown", "Charged: 240 EUR; whether it was given back is not known yet."),
+        ("unknown", "Charged: not known yet; up to 240 EUR may have been charged."),
+    ],
+)
+def test_a_receipt_says_what_was_charged(state: str, line: str) -> None:
+    facts = _Facts("needs_review", "Operation x needs a person.", charged="240",
+                   charged_state=state, currency="EUR")  # fmt: skip
+    lines = _lines(facts)
+    assert line in lines, lines
+    assert sum(x.startswith("Charged:") for x in lines) == 1, lines
+    nothing = _lines(_Facts("done", "Operation x is done.", ceiling="250", currency="EUR"))
+    assert "Charged: nothing." in nothing and "Charged: 240 EUR." not in nothing
+
+
+def test_an_answer_to_a_superseded_intent_is_refused_and_voids_the_packet() -> None:
+    _, priced, _ = _packets()
+    got = answer(priced, "approve", by="ana", now=priced.created_at + 1, intent_current=False)
+    assert (got.answer, got.status) == (Answered.REFUSED, ApprovalStatus.VOIDED), got
+    assert got.reason == f"{priced.intent} has been superseded"

@@ -290,6 +290,7 @@ def test_a_result_found_before_a_direct_claim_is_recorded_confirmed(
         "edge",
     )
     assert stored.updated_at == clock.now() and stored.executing_at is None
+    assert stored.gated is False, "an ungated run's record says it is gated"
     [event] = store.events("edge:found")
     assert (event.type, event.to_status, event.fence, event.message) == (
         EventType.CONFIRMED,
@@ -299,3 +300,73 @@ def test_a_result_found_before_a_direct_claim_is_recorded_confirmed(
     )
     assert event.data.get("result_ref") == "found"
     assert world.made == ["found"]
+
+
+# --- a run that looks before it claims: its precondition, a claim it loses -------------
+
+
+def test_a_direct_claims_precondition_is_asked_once_before_the_claim(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    policy = replace(POLICY, verify_after_claim=False)  # the claim is the mark: look first
+    asked: list[int] = []
+
+    def no_longer() -> bool:
+        asked.append(1)
+        return False
+
+    runs: list[Any] = []
+    effect = edge(world, "pre-direct", policy=policy, precondition=no_longer)
+    seen = passed(lambda: runs.append(lg.run(effect)))
+    [result] = runs
+    assert result.outcome is Outcome.FAILED and result.reason == "precondition no longer holds"
+    assert asked == [1], f"the precondition was asked {len(asked)} times"
+    assert store.get("edge:pre-direct") is None and seen == [], seen  # nothing claimed
+    assert world.made == []
+    assert lg.run(edge(world, "pre-direct", policy=policy)).outcome is Outcome.COMPLETED
+
+
+def test_a_direct_claims_precondition_that_raises_a_hard_stop_claims_nothing(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    policy = replace(POLICY, verify_after_claim=False)
+    effect = edge(world, "stop-direct", policy=policy, precondition=stop("account locked"))
+    result = lg.run(effect)
+    assert result.outcome is Outcome.HARD_STOP and result.reason == "account locked"
+    assert store.get("edge:stop-direct") is None and world.made == []
+
+
+def test_a_direct_claim_that_loses_notes_who_holds_the_key(
+    store: Store, clock: FrozenClock
+) -> None:
+    """A run that looks first finds nothing; before its claim lands another run claims,
+    performs and confirms the key. The claim loses, the loss is noted under the
+    winner's attempt, and the run then finds the result: it performs nothing."""
+    world = World()
+    lg = ledger(store, clock, world)
+    policy = replace(POLICY, verify_after_claim=False)
+    other: list[Any] = []
+
+    def first_look() -> Any:
+        if not other:  # the other run gets in between this look and this claim
+            other.append(ledger(store, clock, world).run(edge(world, "race", policy=policy)))
+        return Absent()  # what this look saw, before the other run got in
+
+    got = lg.run(
+        replace(
+            edge(world, "race", policy=policy),
+            verify=looks(first_look, lambda: world.verify("race")),
+        )
+    )
+    [won] = other
+    assert won.outcome is Outcome.COMPLETED
+    assert got.outcome is Outcome.SKIPPED and got.status is Status.CONFIRMED, got
+    stored = store.get("edge:race")
+    assert stored is not None
+    rejected = of(store, "edge:race", EventType.CLAIM_REJECTED)
+    assert [(e.message, e.fence) for e in rejected] == [(f"held by {stored.owner}", 1)], rejected
+    assert world.made == ["race"]

@@ -370,3 +370,20 @@ def test_a_direct_claim_that_loses_notes_who_holds_the_key(
     rejected = of(store, "edge:race", EventType.CLAIM_REJECTED)
     assert [(e.message, e.fence) for e in rejected] == [(f"held by {stored.owner}", 1)], rejected
     assert world.made == ["race"]
+
+
+def test_a_claim_given_back_for_an_unavailable_look_says_why(
+    store: Store, clock: FrozenClock
+) -> None:
+    world = World()
+    lg = ledger(store, clock, world)
+    world.down = "HTTP 503"
+    result = lg.run(edge(world, "down"))
+    assert (
+        result.outcome is Outcome.DEFERRED and result.reason == "verification unavailable: HTTP 503"
+    )
+    assert store.get("edge:down") is None
+    [released] = of(store, "edge:down", EventType.RELEASED)
+    assert released.message == (
+        "released before perform: nothing was performed (verification unavailable: HTTP 503)"
+    ), released.message

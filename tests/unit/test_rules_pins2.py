@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from actonce import Intent, Status, UsageError, scrub_text
-from actonce._rules.approvals import Answered, ApprovalStatus, Packet, answer
-from actonce._rules.detect import looks_secret
+from actonce import Confirmed, Intent, Status, UsageError, scrub_text
+from actonce._rules.approvals import Answered, ApprovalStatus, Packet, SigningKeys, answer
+from actonce._rules.detect import looks_secret, luhn_ok
+from actonce._rules.firewall import SubmitWindow
 from actonce._rules.operations import (
     DecisionRecord,
     Next,
@@ -112,3 +113,61 @@ def test_an_answer_to_a_superseded_intent_is_refused_and_voids_the_packet() -> N
     got = answer(priced, "approve", by="ana", now=priced.created_at + 1, intent_current=False)
     assert (got.answer, got.status) == (Answered.REFUSED, ApprovalStatus.VOIDED), got
     assert got.reason == f"{priced.intent} has been superseded"
+
+
+# --- held-out seed 5 -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["packet_id", "action", "effect_key", "user"])
+def test_a_packet_without_a_required_field_names_it(name: str) -> None:
+    _, priced, _ = _packets()
+    with pytest.raises(UsageError) as err:
+        replace(priced, **{name: " "})
+    assert str(err.value) == f"an approval packet needs {name}"
+
+
+@pytest.mark.parametrize("kid", ["", "a b", "k" * 33, "é"])
+def test_a_bad_signing_key_id_says_what_an_id_is(kid: str) -> None:
+    with pytest.raises(UsageError) as err:
+        SigningKeys(((kid, b"k" * 32),))
+    assert str(err.value) == "a signing key id is 1-32 characters of [A-Za-z0-9._-]"
+
+
+def test_a_submit_window_without_declared_requests_says_what_it_needs() -> None:
+    with pytest.raises(UsageError) as err:
+        SubmitWindow("https://shop.example", declared=())
+    assert str(err.value) == "an effect declares at least one request (RequestPattern values)"
+
+
+def test_confirmed_refs_of_other_types_are_refused_with_a_reason() -> None:
+    with pytest.raises(UsageError) as err:
+        Confirmed("r", count=2, refs=("a", 2))  # type: ignore[arg-type]
+    assert str(err.value) == "Confirmed.refs holds strings only"
+
+
+@pytest.mark.parametrize(
+    ("number", "secret"),
+    [
+        ("4111 1111 1111 1111", True),  # a Luhn-valid test card, in groups
+        ("4111-1111-1111-1111", True),
+        ("5500005555555559", True),
+        ("4111 1111 1111 1112", False),  # one digit off: Luhn fails
+        ("1234567812345678", False),
+    ],
+)
+def test_a_card_number_is_told_by_its_luhn_check(number: str, secret: bool) -> None:
+    digits = number.replace(" ", "").replace("-", "")
+    assert luhn_ok(digits) is secret
+    scrubbed = scrub_text(f"paid with {number} today")
+    assert (number not in scrubbed) is secret, scrubbed
+
+
+def test_a_failed_retriable_step_waits_for_its_backoff_and_says_so() -> None:
+    steps = [
+        _step("book", Role.PIVOT, Status.CONFIRMED),
+        _step("notify", Role.RETRIABLE, Status.FAILED, max_attempts=3, since=100.0, backoff=60.0),
+    ]
+    a = assess(steps, now=110.0)
+    assert (a.state, a.next, a.index) == (OperationState.COMPLETE, Next.WAIT, 1), a
+    assert a.reason == "notify failed (attempt 1 of 3): it is tried again after its backoff"
+    assert a.due is not None and a.due > 110.0

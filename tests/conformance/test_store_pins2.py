@@ -74,3 +74,11 @@ def test_a_ledger_url_may_name_its_encoding_utf8(value: str) -> None:
     parse_url(f"postgresql://u@127.0.0.1/db?client_encoding={value}")
     with pytest.raises(BadLedgerURL):
         parse_url("postgresql://u@127.0.0.1/db?client_encoding=latin1")
+
+
+def test_a_receipt_reads_back_as_it_was_written(store: Any) -> None:
+    spec = '{"steps": [{"key": "k1"}]}'
+    store.operation_put("op-1", None, spec, NOW, "setup")
+    assert store.receipt_get("op-1") is None
+    assert store.receipt_put("op-1", "complete", "Operation op-1 is done.", '{"a":1}', NOW, "r")
+    assert store.receipt_get("op-1") == ("complete", "Operation op-1 is done.", '{"a":1}', NOW)

@@ -20,6 +20,7 @@ from actonce import (
     Absent,
     Budgets,
     Confirmed,
+    Effect,
     EventType,
     HardStop,
     NotPerformed,
@@ -58,11 +59,12 @@ def of(store: Store, key: str, type_: EventType) -> list[Event]:
     return [e for e in store.events(key) if e.type is type_]
 
 
-def passed(do: Callable[[], Any]) -> list[str]:
+def run_seen(lg: Any, effect: Effect) -> tuple[Any, list[str]]:
+    """``lg.run(effect)`` and the crash points it passed, in order."""
     seen: list[str] = []
     with observing(lambda point: seen.append(str(getattr(point, "value", point)))):
-        do()
-    return seen
+        result = lg.run(effect)
+    return result, seen
 
 
 # --- a hard stop seen by the look under the claim ------------------------------------------
@@ -103,11 +105,7 @@ def test_a_hard_stop_under_a_gated_claim_fails_it_and_gives_the_draw_back(
     lg = ledger(store, clock, world)
     lg.budgets.define("posts", 1)
     effect = replace(edge(world, "gated"), gate=Budgets.gate("posts"))
-    runs: list[Any] = []
-    seen = passed(
-        lambda: runs.append(lg.run(replace(effect, verify=looks(Absent, stop("CAPTCHA")))))
-    )
-    [result] = runs
+    result, seen = run_seen(lg, replace(effect, verify=looks(Absent, stop("CAPTCHA"))))
     assert result.outcome is Outcome.HARD_STOP and result.reason == "hard stop: CAPTCHA"
     assert not result.performed and world.made == []
     stored = store.get("edge:gated")
@@ -192,10 +190,7 @@ def test_a_duplicate_found_before_a_direct_claim_is_recorded_for_review(
     lg = ledger(store, clock, world)
     policy = replace(POLICY, verify_after_claim=False)  # the claim is the mark: look first
     dup = Confirmed("post:1", count=2, refs=("post:1", "post:2"))
-    runs: list[Any] = []
-    effect = replace(edge(world, "dup", policy=policy), verify=lambda: dup)
-    seen = passed(lambda: runs.append(lg.run(effect)))
-    [result] = runs
+    result, seen = run_seen(lg, replace(edge(world, "dup", policy=policy), verify=lambda: dup))
     assert result.outcome is Outcome.NEEDS_REVIEW and not result.performed
     assert seen == ["before_record", "after_record"], seen
     stored = store.get("edge:dup")
@@ -274,9 +269,7 @@ def test_a_result_found_before_a_direct_claim_is_recorded_confirmed(
     lg = ledger(store, clock, world)
     world.made.append("found")  # it exists before this run
     policy = replace(POLICY, verify_after_claim=False)  # the claim is the mark: look first
-    runs: list[Any] = []
-    seen = passed(lambda: runs.append(lg.run(edge(world, "found", policy=policy))))
-    [result] = runs
+    result, seen = run_seen(lg, edge(world, "found", policy=policy))
     assert result.outcome is Outcome.SKIPPED and not result.performed
     assert (result.status, result.attempt, result.result_ref) == (Status.CONFIRMED, 1, "found")
     assert seen == ["before_record", "after_record"], seen
@@ -317,10 +310,7 @@ def test_a_direct_claims_precondition_is_asked_once_before_the_claim(
         asked.append(1)
         return False
 
-    runs: list[Any] = []
-    effect = edge(world, "pre-direct", policy=policy, precondition=no_longer)
-    seen = passed(lambda: runs.append(lg.run(effect)))
-    [result] = runs
+    result, seen = run_seen(lg, edge(world, "pre-direct", policy=policy, precondition=no_longer))
     assert result.outcome is Outcome.FAILED and result.reason == "precondition no longer holds"
     assert asked == [1], f"the precondition was asked {len(asked)} times"
     assert store.get("edge:pre-direct") is None and seen == [], seen  # nothing claimed

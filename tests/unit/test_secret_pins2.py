@@ -1,0 +1,77 @@
+"""Pins for the secret scrubbing's mutants of seed 4 the area's tests let through (issue 23).
+
+``python tests/mutants/areas.py --area secrets --sample 40 --seed 4`` showed
+these behaviours of ``_rules/secrets.py`` and ``_rules/text.py`` unstated:
+the values inside a secret mapping or list are remembered (to scrub them out
+of messages), a header pair is judged by its name, a value that only ends in
+the redaction mark is still redacted, a URL password holding ``@`` or ``:``
+is masked whole, a fingerprint key of exactly 16 bytes is enough, a
+fingerprint does not depend on key order, and known values are scrubbed out
+of the items of a list in event data.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from actonce import FingerprintKey, UsageError
+from actonce._rules.secrets import redact, scrub_text, scrub_url
+from actonce._rules.text import storable_data
+
+
+def test_the_values_inside_a_secret_mapping_are_remembered_for_scrubbing() -> None:
+    redaction = redact({"credentials": {"user": "ana-user", "pw": "p4ss-w0rd"}})
+    assert redaction.payload == {"credentials": {"$secret": "redacted"}}
+    assert set(redaction.values) == {"ana-user", "p4ss-w0rd"}, (
+        f"a secret mapping's values are not all remembered: {redaction.values}"
+    )
+
+
+def test_the_items_of_a_secret_list_are_remembered_for_scrubbing() -> None:
+    redaction = redact({"api_key": ["k-1111", "k-2222"]})
+    assert set(redaction.values) == {"k-1111", "k-2222"}, (
+        f"a secret list's items are not all remembered: {redaction.values}"
+    )
+
+
+def test_a_header_pair_is_secret_by_its_name_not_its_value() -> None:
+    redaction = redact({"headers": [["X-Api-Key", "k-1234-5678"], ["Accept", "text/html"]]})
+    assert redaction.payload == {
+        "headers": [["X-Api-Key", {"$secret": "redacted"}], ["Accept", "text/html"]]
+    }, f"the X-Api-Key header's value was kept: {redaction.payload}"
+    assert redaction.values == ("k-1234-5678",)
+
+
+def test_a_value_that_only_ends_in_the_redaction_mark_is_still_redacted() -> None:
+    scrubbed = scrub_text("login password=XX[redacted] user=ana")
+    assert "XX" not in scrubbed, f"a password before a redaction mark leaked: {scrubbed!r}"
+    assert scrub_text("password=[redacted]") == "password=[redacted]"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://ana:p@ss-word@db.example/x", "https://ana:pa:ss-word@db.example/x"],
+)
+def test_a_url_password_holding_an_at_sign_or_a_colon_is_masked_whole(url: str) -> None:
+    scrubbed = scrub_url(url)
+    assert scrubbed == "https://ana:[redacted]@db.example/x", (
+        f"part of the password leaked: {scrubbed!r}"
+    )
+
+
+def test_a_fingerprint_key_of_exactly_sixteen_bytes_is_enough() -> None:
+    assert FingerprintKey("k1", b"x" * 16).secret == b"x" * 16
+    with pytest.raises(UsageError, match=r"^a fingerprint key needs at least 16 bytes$"):
+        FingerprintKey("k1", b"x" * 15)
+
+
+def test_a_fingerprint_does_not_depend_on_the_order_of_a_mappings_keys() -> None:
+    key = FingerprintKey("k1", b"x" * 32)
+    assert key.fingerprint({"a": 1, "b": 2}) == key.fingerprint({"b": 2, "a": 1}), (
+        "the same mapping in another key order has another fingerprint"
+    )
+
+
+def test_known_values_are_scrubbed_out_of_the_items_of_a_list_in_event_data() -> None:
+    data = storable_data(["sent sekrit-123 to the api", ["sekrit-123"]], ["sekrit-123"])
+    assert "sekrit-123" not in repr(data), f"a known value in a list leaked: {data!r}"

@@ -13,43 +13,58 @@ import argparse
 import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 
-import httpx
 import pytest
 from starlette.routing import Route
 
 from actonce import EffectRecord, Event, EventType, Status
-from actonce.console import ConsoleServer, Reviewers, _minutes, hash_password
+from actonce.console import ConsoleServer, Reviewers, Settings, _minutes, hash_password
 from actonce.console._console import Console
 from actonce.console._receipts import receipt_page
 from actonce.console._timeline import entries
 from actonce.console._words import subject
 
+from .conftest import sign_in
 from .world import World
 
 
+@pytest.fixture
+def own_server(world: World) -> Iterator[ConsoleServer]:
+    """A server of the test's own: its routes are made (and so mutated) inside the test.
+
+    mutmut credits the module's shared server to whichever test set it up first,
+    so a test that checks what ``routes``/``guarded`` build starts its own.
+    """
+    with ConsoleServer(world.ledger, world.reviewers(), Settings()) as srv:
+        yield srv
+
+
 def test_a_signed_in_reviewer_gets_the_consoles_stylesheet_and_script(
-    signed_in: Callable[..., tuple[httpx.Client, str]],
+    own_server: ConsoleServer,
 ) -> None:
-    client, _ = signed_in("ana")
-    for name, media in (("console.css", "text/css"), ("console.js", "text/javascript")):
-        answer = client.get(f"/static/{name}")
-        assert answer.status_code == 200, f"GET /static/{name} answered {answer.status_code}"
-        assert answer.headers["content-type"].startswith(media), answer.headers["content-type"]
-        assert answer.content, f"/static/{name} came back empty"
+    client, _ = sign_in(own_server.url, "ana")
+    try:
+        for name, media in (("console.css", "text/css"), ("console.js", "text/javascript")):
+            answer = client.get(f"/static/{name}")
+            assert answer.status_code == 200, f"GET /static/{name} answered {answer.status_code}"
+            assert answer.headers["content-type"].startswith(media), answer.headers
+            assert answer.content, f"/static/{name} came back empty"
+    finally:
+        client.close()
 
 
-def test_every_page_says_how_long_it_took_to_make(
-    signed_in: Callable[..., tuple[httpx.Client, str]],
-) -> None:
-    client, _ = signed_in("ana")
-    timing = client.get("/").headers.get("server-timing", "")
+def test_every_page_says_how_long_it_took_to_make(own_server: ConsoleServer) -> None:
+    client, _ = sign_in(own_server.url, "ana")
+    try:
+        timing = client.get("/").headers.get("server-timing", "")
+    finally:
+        client.close()
     assert re.fullmatch(r"app;dur=\d+\.\d\d", timing), f"no page timing header: {timing!r}"
 
 
-def test_each_guarded_route_names_the_handler_it_wraps(server: ConsoleServer) -> None:
-    for route in server.app.routes:
+def test_each_guarded_route_names_the_handler_it_wraps(own_server: ConsoleServer) -> None:
+    for route in own_server.app.routes:
         assert isinstance(route, Route)
         handler = inspect.unwrap(route.endpoint)
         assert handler is not route.endpoint and callable(handler), (

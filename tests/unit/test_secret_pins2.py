@@ -75,3 +75,14 @@ def test_a_fingerprint_does_not_depend_on_the_order_of_a_mappings_keys() -> None
 def test_known_values_are_scrubbed_out_of_the_items_of_a_list_in_event_data() -> None:
     data = storable_data(["sent sekrit-123 to the api", ["sekrit-123"]], ["sekrit-123"])
     assert "sekrit-123" not in repr(data), f"a known value in a list leaked: {data!r}"
+
+
+# --- seed 5 (held out: judged before this was written) ---------------------------------
+
+
+def test_a_fingerprint_key_given_text_is_refused_naming_the_type_it_got() -> None:
+    with pytest.raises(UsageError) as refused:
+        FingerprintKey("k1", "ab" * 16)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "a fingerprint key's secret is bytes, not str (bytes.fromhex(...) of the hex key)"
+    ), str(refused.value)

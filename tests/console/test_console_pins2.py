@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import io
 import json
 import re
+import signal
+import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +26,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from actonce import EffectRecord, Event, EventType, OperationView, Status, Unavailable
+from actonce import EffectRecord, Event, EventType, Ledger, OperationView, Status, Unavailable
 from actonce.console import (
     ConsoleServer,
     Reviewers,
@@ -31,6 +35,7 @@ from actonce.console import (
     hash_password,
     write_reviewer,
 )
+from actonce.console import main as console_main
 from actonce.console._console import Console
 from actonce.console._decide import words_of
 from actonce.console._operations import operation_row
@@ -211,3 +216,63 @@ def test_a_reviewers_file_is_written_beside_itself_not_in_the_temp_folder(
     write_reviewer(path, "ana", "ana-password-1")
     assert Reviewers.load(path).names == ["ana"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reviewers"]
+
+
+class _Announced(io.StringIO):
+    """stdout that says when the console has printed the URL it serves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.serving = threading.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if "actonce console on http://" in self.getvalue():
+            self.serving.set()
+        return written
+
+
+def test_the_console_command_serves_the_reviewers_of_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Ledger.open(str(tmp_path / "ledger.db"), create=True).close()
+    write_reviewer(tmp_path / "reviewers", "ana", "ana-password-1")
+    out = _Announced()
+    monkeypatch.setattr(sys, "stdout", out)
+    answers: list[object] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # Ctrl-C, whatever handler the test runner had
+
+    def sign_in_then_interrupt() -> None:
+        try:
+            if out.serving.wait(30):
+                url = re.search(r"on (http://\S+)", out.getvalue())
+                assert url
+                with httpx.Client(base_url=url.group(1), timeout=30) as client:
+                    nonce = CSRF.search(client.get("/login").text)
+                    assert nonce
+                    answers.append(client.post(
+                        "/login",
+                        data={"csrf": nonce.group(1), "name": "ana", "password": "ana-password-1"},
+                        headers={"origin": url.group(1)},
+                    ).status_code)  # fmt: skip
+        except Exception as exc:  # said by the assertion below, not lost in the thread
+            answers.append(repr(exc))
+        finally:
+            if out.serving.is_set():
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    helper = threading.Thread(target=sign_in_then_interrupt)
+    helper.start()
+    try:
+        code = console_main([
+            "--ledger", str(tmp_path / "ledger.db"), "--reviewers", str(tmp_path / "reviewers"),
+            "--port", "0",
+        ])  # fmt: skip
+    finally:
+        helper.join(60)
+        signal.signal(signal.SIGINT, previous)
+    assert code == 0, out.getvalue()
+    assert answers == [303], f"ana could not sign in to the console the command served: {answers}"

@@ -12,6 +12,9 @@ of the items of a list in event data.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+
 import pytest
 
 from actonce import FingerprintKey, UsageError
@@ -86,3 +89,23 @@ def test_a_fingerprint_key_given_text_is_refused_naming_the_type_it_got() -> Non
     assert str(refused.value) == (
         "a fingerprint key's secret is bytes, not str (bytes.fromhex(...) of the hex key)"
     ), str(refused.value)
+
+
+# --- seed 6 (held out: judged before these were written) -------------------------------
+# Left: redact's `if found else ()` made `if found or True`: sorting an empty set gives ()
+# too (equivalent).
+
+
+def test_a_fingerprint_is_the_hmac_of_the_compact_canonical_json() -> None:
+    key = FingerprintKey("k1", b"x" * 32)
+    compact = b'{"a":[1,2],"b":"c"}'
+    expected = hmac.new(b"x" * 32, compact, hashlib.sha256).hexdigest()
+    assert key.fingerprint({"b": "c", "a": [1, 2]}) == f"hmac-sha256:k1:{expected}", (
+        "a fingerprint changed its canonical form: fingerprints stored before no longer match"
+    )
+
+
+def test_a_secret_holding_a_lone_surrogate_still_has_a_fingerprint() -> None:
+    key = FingerprintKey("k1", b"x" * 32)
+    expected = hmac.new(b"x" * 32, '"\ud800"'.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    assert key.fingerprint("\ud800") == f"hmac-sha256:k1:{expected.hexdigest()}"

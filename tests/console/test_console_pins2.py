@@ -10,6 +10,7 @@ UTF-8 form, and the bounds of ``--hold-minutes``.
 from __future__ import annotations
 
 import argparse
+import getpass
 import inspect
 import io
 import json
@@ -18,7 +19,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,22 +27,36 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from actonce import EffectRecord, Event, EventType, Ledger, OperationView, Status, Unavailable
+from actonce import (
+    Confirmed,
+    Effect,
+    EffectRecord,
+    Event,
+    EventType,
+    Ledger,
+    MemoryStore,
+    OperationView,
+    Status,
+    Unavailable,
+)
 from actonce.console import (
     ConsoleServer,
     Reviewers,
     Settings,
     _minutes,
     hash_password,
+    ref_of,
     write_reviewer,
 )
 from actonce.console import main as console_main
 from actonce.console._console import Console
-from actonce.console._decide import words_of
-from actonce.console._operations import operation_row
-from actonce.console._receipts import receipt_page
+from actonce.console._decide import CLASSES, reason_text, words_of
+from actonce.console._guard import SESSION_COOKIE
+from actonce.console._operations import consequences, operation_row
+from actonce.console._receipts import receipt_page, step_rows
 from actonce.console._timeline import _facts, entries
-from actonce.console._words import subject
+from actonce.console._views import effect_page, overview_page
+from actonce.console._words import at, subject
 
 from .conftest import CSRF, sign_in
 from .world import World
@@ -276,3 +291,103 @@ def test_the_console_command_serves_the_reviewers_of_its_file(
         signal.signal(signal.SIGINT, previous)
     assert code == 0, out.getvalue()
     assert answers == [303], f"ana could not sign in to the console the command served: {answers}"
+
+
+# --- seed 4 (held out: judged before these were written) -------------------------------
+# Left: guarded()'s default public=False made True (its one caller, routes(), always says
+# public=...: equivalent).
+
+
+def test_holding_an_effect_the_ledger_lacks_says_there_is_no_such_effect(
+    server: ConsoleServer, signed_in: Callable[..., tuple[httpx.Client, str]]
+) -> None:
+    client, token = signed_in("ana")
+    answer = client.post(
+        f"/effects/{ref_of('no-such-effect-here')}/hold",
+        data={"csrf": token},
+        headers={"origin": server.url},
+    )
+    assert answer.status_code == 404, answer.status_code
+    assert "No such effect in this ledger." in answer.text, "the refusal's words changed"
+
+
+def test_signing_out_clears_the_session_cookie_as_http_only(
+    server: ConsoleServer, signed_in: Callable[..., tuple[httpx.Client, str]]
+) -> None:
+    client, token = signed_in("bo")
+    answer = client.post("/logout", data={"csrf": token}, headers={"origin": server.url})
+    assert answer.status_code == 303
+    (cleared,) = [c for c in answer.headers.get_list("set-cookie")
+                  if c.startswith(SESSION_COOKIE + "=")]  # fmt: skip
+    attributes = [a.strip().lower() for a in cleared.split(";")]
+    assert "httponly" in attributes and "max-age=0" in attributes, cleared
+
+
+def test_a_duplicate_decision_records_the_result_that_counts() -> None:
+    reason = reason_text(CLASSES["duplicate"], " charged twice ", " ch-2 ", None)
+    assert reason.endswith(": charged twice (the result that counts: ch-2)"), reason
+    assert "the result that counts" not in reason_text(CLASSES["seen"], "ok", "ch-2", None)
+
+
+def test_a_duplicate_verdict_lists_its_results_each_cut_to_120_characters() -> None:
+    state, words, ref = words_of(Confirmed("ch-1", count=2, refs=("ch-1", "c" * 121)))
+    assert (state, ref) == ("duplicate", "ch-1")
+    assert words == f"duplicate detected: 2 results (ch-1, {'c' * 119}…)", words
+
+
+def test_an_evidence_folders_times_are_shown_as_times(world: World) -> None:
+    page = effect_page(Console(world.ledger, world.reviewers()), world.keys["unknown"], "ana")
+    (folder,) = page["evidence"]
+    meta = dict(folder.meta)
+    assert meta["captured_at"] == at(1_700_000_000.0), f"a time shown as a number: {meta}"
+
+
+def test_undone_by_hand_says_its_own_effect_is_confirmed_only_when_in_doubt(
+    world: World,
+) -> None:
+    view = _in_review(world)
+    words = consequences(view)["undone_by_hand"]
+    assert words.startswith("The undo of pay counts as done; the next pass"), words
+
+
+def test_a_receipt_step_shows_its_provider_ref_and_is_undone_only_by_a_confirmed_undo() -> None:
+    rows = step_rows({"steps": [
+        {"name": "pay", "key": "k-pay", "status": "confirmed", "provider_ref": "obj-8",
+         "undo": {"key": "k-pay-undo", "status": "confirmed"}},
+        {"name": "hold", "key": "k-hold", "status": "confirmed",
+         "undo": {"key": "k-hold-undo", "status": "failed"}},
+    ]})  # fmt: skip
+    assert rows[0]["provider_ref"] == "obj-8", rows[0]
+    assert [r["undone"] for r in rows] == [True, False], rows
+
+
+def test_a_timeline_entry_carries_the_facts_of_its_event() -> None:
+    event = Event("k", EventType.CLAIMED, 0.0, 1, data={"result_ref": "r-1"})
+    (entry,) = entries([event])
+    assert entry.facts == (("result", "r-1"),), entry.facts
+
+
+def test_a_duplicate_in_an_events_data_is_a_fact_in_words() -> None:
+    facts = _facts({"duplicate": {"count": 2, "refs": ["ch-1", "ch-2"]}})
+    assert ("duplicate detected", "2 results ch-1, ch-2") in facts, facts
+
+
+def test_the_overview_counts_a_status_no_effect_has_as_zero() -> None:
+    ledger = Ledger(MemoryStore())
+    ledger.run(Effect(key="k-1", kind="note", payload={}, perform=lambda: "r-1",
+                      verify=lambda: Confirmed("r-1")))  # fmt: skip
+    counts = dict(overview_page(Console(ledger, Reviewers()))["counts"])
+    assert counts["confirmed"] == 1 and counts["unknown"] == 0, counts
+
+
+def test_adding_a_reviewer_with_two_different_passwords_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typed = iter(["first-password-1", "other-password-2"])
+    monkeypatch.setattr(getpass, "getpass", lambda prompt="": next(typed))
+    path = tmp_path / "reviewers"
+    assert console_main(["add-reviewer", "ana", "--reviewers", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        "actonce console: error: the two passwords differ; nothing written\n"
+    )
+    assert not path.exists()

@@ -109,3 +109,23 @@ def test_a_secret_holding_a_lone_surrogate_still_has_a_fingerprint() -> None:
     key = FingerprintKey("k1", b"x" * 32)
     expected = hmac.new(b"x" * 32, '"\ud800"'.encode("utf-8", "surrogatepass"), hashlib.sha256)
     assert key.fingerprint("\ud800") == f"hmac-sha256:k1:{expected.hexdigest()}"
+
+
+# --- seed 7 (held out: judged before these were written) -------------------------------
+# Left: fingerprint's json.dumps(ensure_ascii=False) made ensure_ascii=None: json reads it
+# by truth, so None is False (equivalent).
+
+
+def test_a_printed_pair_with_a_harmless_name_is_left_as_it_is() -> None:
+    text = "headers ('Accept', 'text/html') and ('X-Api-Key', 'k-123456')"
+    assert scrub_text(text) == "headers ('Accept', 'text/html') and ('X-Api-Key', '[redacted]')"
+
+
+def test_a_scrubbed_url_keeps_its_harmless_fragment() -> None:
+    scrubbed = scrub_url("https://ana:pw-1@h.example/p?x=1#section-2")
+    assert scrubbed == "https://ana:[redacted]@h.example/p?x=1#section-2", scrubbed
+
+
+def test_a_secret_named_field_of_event_data_keeps_only_the_redaction_mark() -> None:
+    data = storable_data({"password": "hunter22", "attempt": 2})
+    assert data == {"password": "[redacted]", "attempt": 2}, f"a password leaked: {data}"

@@ -55,7 +55,7 @@ from actonce.console._guard import SESSION_COOKIE
 from actonce.console._operations import consequences, operation_row
 from actonce.console._receipts import receipt_page, step_rows
 from actonce.console._timeline import _facts, entries
-from actonce.console._views import effect_page, overview_page
+from actonce.console._views import effect_page, overview_page, packet_page
 from actonce.console._words import at, subject
 
 from .conftest import CSRF, sign_in
@@ -391,3 +391,33 @@ def test_adding_a_reviewer_with_two_different_passwords_writes_nothing(
         "actonce console: error: the two passwords differ; nothing written\n"
     )
     assert not path.exists()
+
+
+# --- seed 1, judged again: what its pins had left ---------------------------------------
+# Left: the hold reader's owner name and ttl (ReviewHolds._reader): a reader only reads
+# the lease (current()), never acquires, so neither is written or compared (equivalent).
+
+
+def test_a_packet_page_shows_where_the_money_goes(world: World) -> None:
+    page = packet_page(
+        Console(world.ledger, world.reviewers()), world.packets["pending-ana"], "ana"
+    )
+    assert page["p"]["destination"] == "Shop", page["p"]
+
+
+def test_retrying_an_undo_says_it_is_never_sent_twice(world: World) -> None:
+    words = consequences(_in_review(world))["retry_undo"]
+    assert words.endswith("verifies first, so an undo that landed meanwhile is found, never sent "
+                          "twice."), words  # fmt: skip
+
+
+def test_add_reviewers_help_says_what_password_stdin_reads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        console_main(["add-reviewer", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    help_words = r"\s+".join(map(re.escape, "read the password from stdin (one line)".split()))
+    said = re.search(rf"--password-stdin\s+{help_words}(\s|$)", out)  # however it wraps
+    assert said, out

@@ -418,6 +418,6 @@ def test_add_reviewers_help_says_what_password_stdin_reads(
         console_main(["add-reviewer", "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    help_words = r"\s+".join(map(re.escape, "read the password from stdin (one line)".split()))
+    help_words = re.escape("read the password from stdin (one line)").replace(r"\ ", r"\s+")
     said = re.search(rf"--password-stdin\s+{help_words}(\s|$)", out)  # however it wraps
     assert said, out

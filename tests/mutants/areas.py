@@ -110,6 +110,7 @@ AREAS = {
                 "tests/unit/test_missed_rules.py",
                 "tests/unit/test_issue23_pins.py",
                 "tests/unit/test_secret_pins.py",
+                "tests/unit/test_secret_pins2.py",
             ),
         ),
         Area(

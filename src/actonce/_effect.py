@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._rules.errors import UsageError
+from ._rules.errors import InvalidKey, UsageError
 from ._rules.holds import Gate
 from ._rules.keys import (
     EffectKey,
@@ -23,6 +23,7 @@ from ._rules.keys import (
     stored_payload,
 )
 from ._rules.model import EffectRecord, Policy, Verdict
+from ._rules.scrub import scrub_stored
 from ._rules.secrets import FingerprintKey, check_secret_fields
 from ._run.plan import Plan
 
@@ -106,6 +107,16 @@ class Effect:
         if not isinstance(key, str) or not key.strip():
             raise UsageError("an effect needs a key (a non-empty string or an EffectKey)")
         check_name(key, "the effect key")
+        if scrub_stored(key) != key:
+            # Kept as the ledger would keep it, the key would lose that part: keys
+            # that differ only there would be one effect (a second one skipped as
+            # done), and the scrubbed key may outgrow the length limit.
+            raise InvalidKey(
+                "the effect key holds what looks like a secret (a token, a password=..., "
+                "credentials in a URL); the ledger keeps it scrubbed, so keys that differ "
+                "only there would be one effect: build it with effect_key(...), which "
+                "hashes its fields"
+            )
         if not isinstance(self.kind, str) or not self.kind.strip():
             raise UsageError("an effect needs a kind (a non-empty string)")
         check_name(self.kind, "the kind")

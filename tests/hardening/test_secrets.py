@@ -632,3 +632,16 @@ def test_effect_keys_refuse_card_numbers_and_cookies() -> None:
     with pytest.raises(InvalidKey, match="secret"):
         effect_key(tenant="t", actor="a", kind="k", object="o", operation="c",
                    note="session cookie abc123xyz")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "key", ["user=ana&token=abc", "token=a&" * 40, "https://bob:pw1@shop.example/order/1"]
+)
+def test_a_raw_effect_key_holding_a_secret_is_refused(key: str) -> None:
+    """Stored scrubbed, two such keys that differ only in the secret would be one
+    effect (the second skipped as done), and a scrubbed key may outgrow its limit."""
+    with pytest.raises(InvalidKey, match="looks like a secret"):
+        Effect(key=key, kind="k", payload={}, perform=lambda: None, verify=lambda: None)
+    plain = Effect(key="order:4111-17", kind="k", payload={}, perform=lambda: None,
+                   verify=lambda: None)  # fmt: skip
+    assert plain.key == "order:4111-17"

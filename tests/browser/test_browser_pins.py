@@ -1,0 +1,150 @@
+"""Pins for the browser area's mutants its tests let through (issue 23, item 2).
+
+``python tests/mutants/areas.py --area browser --sample 40 --seed 1`` showed
+the booking adapters (``_booking.py``, ``_booking_steps.py``) reached by no
+test of the area (their tests are the Chromium-heavy ``tests/browser_ledger``)
+and a few browser behaviours unstated: the async session's thread parent, a
+reply's parent URL with trailing junk, ``_is_root`` on a system without
+``geteuid``. The booking pins drive the site effects one at a time in real
+Chromium against the sandbox's booking world (reset per test by ``base``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from actonce import Absent, Confirmed, Intent, Ledger, UsageError
+from actonce.browser import (
+    BookEffect,
+    BrowserSession,
+    HoldEffect,
+    PayEffect,
+    PostEffect,
+    Trip,
+    VoidPaymentEffect,
+    booking_steps,
+)
+from actonce.browser._booking import trip_payments
+from actonce.browser._install import _is_root
+from actonce.browser._session import AsyncBrowserSession
+from actonce.sandbox import SandboxServer
+from actonce.testing import FrozenClock, MemoryStore
+
+SessionFactory = Callable[..., BrowserSession]
+
+pytestmark = pytest.mark.browser
+
+#: harbor-double is 120.00 a night: two nights, one room.
+TOTAL = 24000
+
+
+def _trip(ceiling: int = TOTAL) -> Trip:
+    return Trip("pin-trip@v1", "harbor-double", "2030-05-01", 2, 1, ceiling, "alice@example.com")
+
+
+def _payments(session: BrowserSession, trip: Trip) -> list[dict[str, Any]]:
+    async def read(s: AsyncBrowserSession) -> list[dict[str, Any]]:
+        return await trip_payments(s, trip)
+
+    return session.run(read)
+
+
+def _hold(session: BrowserSession, trip: Trip) -> Confirmed:
+    hold = session.effect(HoldEffect("alice", trip, "pin-hold-key"))
+    hold.perform()
+    verdict = hold.verify()
+    assert isinstance(verdict, Confirmed) and verdict.count == 1, (
+        f"a hold just made should be verified once from the provider's lookup, got {verdict!r}"
+    )
+    return verdict
+
+
+def test_a_hold_just_made_is_verified_from_the_providers_lookup(
+    new_session: SessionFactory, base: str
+) -> None:
+    session = new_session("alice")
+    trip = _trip()
+    assert session.effect(HoldEffect("alice", trip)).verify() == Absent(), (
+        "no hold yet: the lookup answers an empty list, which is absent"
+    )
+    verdict = _hold(session, trip)
+    assert verdict.result_ref == f"{base}/book/holds/1", verdict
+
+
+def test_a_payment_of_exactly_the_ceiling_is_authorized_and_voided_through_the_void_form(
+    new_session: SessionFactory,
+) -> None:
+    session = new_session("alice")
+    trip = _trip(ceiling=TOTAL)  # the hold's total is the ceiling itself: within it
+    _hold(session, trip)
+    session.effect(PayEffect("alice", trip, "pin-pay-key")).perform()
+    assert [p["status"] for p in _payments(session, trip)] == ["authorized"], (
+        "a total equal to the approved ceiling should be paid, not refused at the read-back"
+    )
+    void = session.effect(VoidPaymentEffect("alice", trip))
+    void.perform()  # an authorization (not captured) is ended by "Void authorization"
+    assert [p["status"] for p in _payments(session, trip)] == ["voided"], (
+        "the void should read the void form's payment id and click it"
+    )
+    assert isinstance(void.verify(), Confirmed)
+
+
+def test_a_booking_reads_back_its_form_and_is_confirmed(new_session: SessionFactory) -> None:
+    session = new_session("alice")
+    trip = _trip()
+    _hold(session, trip)
+    session.effect(PayEffect("alice", trip, "pin-pay-key")).perform()
+    book = session.effect(BookEffect("alice", trip, "pin-book-key"))
+    book.perform()  # the read-back must find the book form's payment, ref and key
+    verdict = book.verify()
+    assert isinstance(verdict, Confirmed) and verdict.count == 1, verdict
+
+
+def test_the_pay_steps_refresher_reads_the_live_holds_total_or_says_none_is_live(
+    new_session: SessionFactory,
+) -> None:
+    session = new_session("alice")
+    trip = _trip()
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    intent = ledger.intents.put(Intent("pin-trip", "booking", user="alice"))
+    steps = booking_steps(session, trip, intent, tenant="t", approval="packet-1")
+    refresh = steps[1].effect.refresh
+    assert refresh is not None, "a pay step with an approval refreshes its total"
+    assert refresh() == {"hold": "none live"}, "no hold yet: nothing to price"
+    _hold(session, trip)
+    assert refresh() == {"total": "240.00"}, "the live hold's amount, as money"
+
+
+def test_the_async_sessions_next_thread_part_replies_to_the_last_verified_part(
+    new_session: SessionFactory, base: str
+) -> None:
+    session = new_session("alice", login=False)
+
+    async def parent(s: AsyncBrowserSession) -> Any:
+        part = s.thread_effect(["one", "two"], [f"{base}/posts/7"])
+        assert part is not None
+        return part.payload["parent"]
+
+    assert session.run(parent) == "/posts/7", "part two should reply to part one's URL"
+
+
+def test_a_reply_whose_parent_url_ends_in_junk_is_refused_not_trimmed_to_another_post() -> None:
+    with pytest.raises(UsageError, match="parent must be a post URL"):
+        PostEffect("alice", "hi", parent="/posts/7X")
+    assert PostEffect("alice", "hi", parent="http://h/posts/7/").parent == "/posts/7"
+
+
+def test_a_system_without_geteuid_is_not_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "geteuid", raising=False)
+    assert _is_root() is False, "no geteuid (Windows): not root, and no AttributeError"
+
+
+def test_the_sandbox_still_prices_harbor_double_as_these_pins_assume(
+    server: SandboxServer,
+) -> None:
+    product = server.sandbox.booking.db.product("harbor-double")
+    assert product is not None and product.price * 2 == TOTAL, product

@@ -11,17 +11,32 @@ Chromium against the sandbox's booking world (reset per test by ``base``).
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from actonce import Absent, Confirmed, Intent, Ledger, UsageError
+from actonce import (
+    Absent,
+    Confirmed,
+    EffectRecord,
+    Intent,
+    Ledger,
+    Policy,
+    Registry,
+    Status,
+    UsageError,
+    open_ledger,
+)
 from actonce.browser import (
     BookEffect,
+    Browser,
     BrowserSession,
     HoldEffect,
+    Listings,
     PayEffect,
     PostEffect,
     Trip,
@@ -29,6 +44,7 @@ from actonce.browser import (
     booking_steps,
 )
 from actonce.browser._booking import trip_payments
+from actonce.browser._firewall import firewall_of, refusal_page
 from actonce.browser._install import _is_root
 from actonce.browser._session import AsyncBrowserSession
 from actonce.sandbox import SandboxServer
@@ -148,3 +164,75 @@ def test_the_sandbox_still_prices_harbor_double_as_these_pins_assume(
 ) -> None:
     product = server.sandbox.booking.db.product("harbor-double")
     assert product is not None and product.price * 2 == TOTAL, product
+
+
+# --- seed 2 ---------------------------------------------------------------------------------
+
+
+def test_a_trip_with_a_bad_date_says_what_the_date_must_look_like() -> None:
+    with pytest.raises(UsageError, match=r"a trip's date is YYYY-MM-DD, not '2030-5-1'"):
+        Trip("t@v1", "harbor-double", "2030-5-1")
+
+
+def test_the_firewalls_refusal_page_is_titled_as_the_firewalls() -> None:
+    page = refusal_page("POST", "http://h/compose", "outside_effect", "outside any effect")
+    assert "<title>Refused by the write firewall</title>" in page, page
+
+
+def test_a_second_firewall_on_one_context_is_refused_in_words(browser: Browser, base: str) -> None:
+    with open_ledger("memory://") as ledger:
+        session = browser.new_session(base, "alice", ledger=ledger)
+        try:
+            wall = firewall_of(session.async_session.page.context)
+            assert wall is not None, "a session with a ledger has its firewall"
+
+            async def again(s: AsyncBrowserSession) -> None:
+                await wall.install()
+
+            with pytest.raises(UsageError, match=r"^this browser context has a firewall already$"):
+                session.run(again)
+        finally:
+            session.close()
+
+
+def _post_record(key: str = "post-1") -> EffectRecord:
+    payload = {"author": "alice", "text": "never posted", "media": None, "parent": None}
+    return EffectRecord(key=key, kind="post", status=Status.UNKNOWN, fence=1, owner="",
+                        lease_expires_at=0.0, payload=json.dumps(payload),
+                        payload_hash="h")  # fmt: skip
+
+
+def _post_of(record: EffectRecord) -> PostEffect:
+    return PostEffect(record.data["author"], record.data["text"])
+
+
+def test_listings_register_their_verifier_with_the_policy_given(
+    new_session: SessionFactory,
+) -> None:
+    session = new_session("alice", login=False)
+    registry, policy = Registry(), Policy(settle_seconds=7.0)
+    Listings(session, FrozenClock()).register(registry, "post", _post_of, policy=policy)
+    entry = registry.get("post")
+    assert entry is not None and entry.policy is policy, "the kind's policy is the one given"
+
+
+def test_listings_on_an_async_session_make_async_verifiers(new_session: SessionFactory) -> None:
+    session = new_session("alice")
+
+    async def verdict(s: AsyncBrowserSession) -> Any:
+        registry = Registry()
+        Listings(s, FrozenClock()).register(registry, "post", _post_of)
+        entry = registry.get("post")
+        assert entry is not None
+        found = entry.verify(_post_record())
+        assert inspect.isawaitable(found), "an async session's verifier is a coroutine function"
+        return await found
+
+    assert session.run(verdict) == Absent(), "no such post: the async verifier says absent"
+
+
+def test_a_persistent_profile_lives_in_the_folder_given(tmp_path: Any) -> None:
+    profile = tmp_path / "profile"
+    with Browser(user_data_dir=str(profile)):
+        pass
+    assert any(profile.iterdir()), "Chromium should keep its profile in user_data_dir"

@@ -37,6 +37,8 @@ from actonce.browser import (
     BrowserSession,
     HoldEffect,
     Listings,
+    NoteEffect,
+    OutcomeUnknown,
     PayEffect,
     PostEffect,
     Trip,
@@ -236,3 +238,15 @@ def test_a_persistent_profile_lives_in_the_folder_given(tmp_path: Any) -> None:
     with Browser(user_data_dir=str(profile)):
         pass
     assert any(profile.iterdir()), "Chromium should keep its profile in user_data_dir"
+
+
+def test_a_note_the_page_says_failed_names_the_pages_words(new_session: SessionFactory) -> None:
+    session = new_session("alice")
+    with pytest.raises(OutcomeUnknown) as caught:  # the sandbox refuses an empty note (422)
+        session.effect(NoteEffect("alice", "")).perform()
+    chain: list[str] = []
+    exc: BaseException | None = caught.value
+    while exc is not None:
+        chain.append(str(exc))
+        exc = exc.__cause__
+    assert any("Could not save: /notes answered 422" in words for words in chain), chain

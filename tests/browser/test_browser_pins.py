@@ -14,7 +14,10 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,7 +47,10 @@ from actonce.browser import (
     Trip,
     VoidPaymentEffect,
     booking_steps,
+    declared_requests,
+    ensure_chromium,
 )
+from actonce.browser import _install as install
 from actonce.browser._booking import trip_payments
 from actonce.browser._firewall import firewall_of, refusal_page
 from actonce.browser._install import _is_root
@@ -250,3 +256,40 @@ def test_a_note_the_page_says_failed_names_the_pages_words(new_session: SessionF
         chain.append(str(exc))
         exc = exc.__cause__
     assert any("Could not save: /notes answered 422" in words for words in chain), chain
+
+
+def test_one_string_given_as_the_requests_is_refused_in_words() -> None:
+    with pytest.raises(UsageError, match=r"^requests is a sequence of 'METHOD /path' values, not"):
+        declared_requests("POST /notes")
+
+
+def test_an_install_command_past_its_time_is_given_up_on() -> None:
+    why = install._run([sys.executable, "-c", "import time; time.sleep(30)"], 0.2)
+    assert why == "gave up after 0 s", f"a hung download must be cut off, got {why!r}"
+
+
+def _script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def test_a_chromium_from_apt_get_says_it_came_from_apt_get(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = shutil.which("chromium") or shutil.which("chromium-browser")
+    if real is None:
+        pytest.skip("no Chromium to link as the 'installed' one")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    _script(bin_ / "playwright", 'echo "Error: Download failure" >&2\nexit 1\n')
+    ln = shutil.which("ln") or "/bin/ln"
+    _script(
+        bin_ / "apt-get",
+        f'case "$*" in *install*chromium*) {ln} -sf {real} {bin_}/chromium ;; esac\n',
+    )
+    monkeypatch.delenv("ACTONCE_CHROMIUM", raising=False)
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "pw-empty"))
+    monkeypatch.setenv("PATH", str(bin_))
+    monkeypatch.setattr(install, "_is_root", lambda: True)
+    got = ensure_chromium(lambda line: None)
+    assert (got.how, got.path) == ("apt-get", str(bin_ / "chromium")), got

@@ -293,3 +293,29 @@ def test_a_chromium_from_apt_get_says_it_came_from_apt_get(
     monkeypatch.setattr(install, "_is_root", lambda: True)
     got = ensure_chromium(lambda line: None)
     assert (got.how, got.path) == ("apt-get", str(bin_ / "chromium")), got
+
+
+def test_a_sessions_timeout_is_the_one_given_and_its_page_the_usual_size(
+    browser: Browser, base: str
+) -> None:
+    session = browser.new_session(base, "alice", timeout=4.5)
+    try:
+        inner = session.async_session
+        assert inner.timeout == 4.5, "the sync session should pass its timeout on"
+        assert inner.page.viewport_size == {"width": 1100, "height": 800}, (
+            "every session's page is 1100 x 800 (what the evidence screenshots show)"
+        )
+    finally:
+        session.close()
+
+
+def test_a_sync_call_from_inside_the_sessions_own_loop_is_refused_in_words(
+    new_session: SessionFactory,
+) -> None:
+    session = new_session("alice", login=False)
+
+    async def inside(s: AsyncBrowserSession) -> None:
+        session.run(inside)  # the sync API, from its own event loop: would deadlock
+
+    with pytest.raises(RuntimeError, match=r"^a sync browser call from inside its own event loop$"):
+        session.run(inside)

@@ -99,3 +99,25 @@ def test_without_retries_a_5xx_is_an_unknown_outcome() -> None:
     op, _ = _run(session, provider_retries=1)
     op.run()
     assert session.performs.count("book") == 1
+
+
+def test_the_keyed_steps_give_the_provider_their_own_effect_key() -> None:
+    # Pin (issue 23): the book step's site effect once lost its provider key.
+    _, intent = _ledger()
+    steps = booking_steps(Session({}), TRIP, intent, tenant="t")  # type: ignore[arg-type]
+    for step in steps[:3]:
+        key = step.effect.key
+        assert step.effect.payload["provider_key"] == getattr(key, "value", key), (
+            f"{step.name}: a resend is safe only if the provider sees the step's own key"
+        )
+
+
+def test_booking_operation_runs_the_trips_four_steps_under_the_intent_version() -> None:
+    # Pin (issue 23): booking_operation once passed the intent where the trip goes.
+    from actonce.browser import booking_operation
+
+    ledger, intent = _ledger()
+    op = booking_operation(ledger, Session({}), TRIP, intent, tenant="t", retry_backoff=0)  # type: ignore[arg-type]
+    assert op.op_id == f"booking:{intent.ref}"
+    assert [s.name for s in op.plan.steps] == ["hold", "pay", "book", "notify"]
+    assert op.run().state is OperationState.COMPLETE, "the four steps should all go through"

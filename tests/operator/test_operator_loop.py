@@ -340,6 +340,8 @@ def test_an_effect_of_another_kind_is_refused_before_any_claim(
     summary = operator(ledger, Other(world, ["a"])).run()
     (item,) = summary.failures
     assert "not among this operator's kinds" in (item.reason or "")
+    assert item.key == world.key("a", "invoice"), "the refused item does not name its key"
+    assert (item.cls, item.stage) == (ItemClass.FAILED, RunStage.PLAN)
     assert world.performed == {} and ledger.get(world.key("a", "invoice")) is None
 
 

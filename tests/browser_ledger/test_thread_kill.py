@@ -124,7 +124,7 @@ def test_thread_resumes_at_part_two_after_sigkill(
         assert stale is not None and stale.status is Status.CLAIMED
         assert stale.executing_at is None
     while time.time() <= stale.lease_expires_at:  # the dead owner's lease, in ledger time
-        time.sleep(0.5)
+        time.sleep(0.5)  # sync-ok: waiting for a time to pass, not for a thread
     assert truth()["totals"]["posts"] == 1
     lines = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
     assert [(r["part"], r["outcome"]) for r in lines if "part" in r] == [(0, "completed")]

@@ -80,9 +80,7 @@ async def test_a_service_worker_never_runs(
         )
         deadline = time.monotonic() + 20
         while not (guarded.firewall.blocked_workers or Site.posts) and time.monotonic() < deadline:
-            await asyncio.sleep(
-                0.05
-            )  # sync-ok: the pause of a poll on a condition, with a deadline
+            await asyncio.sleep(0.05)  # sync-ok: a poll on a condition, with a deadline
         blocked = guarded.firewall.blocked_workers
     assert Site.posts == []
     assert blocked >= 1  # each start of it was refused

@@ -107,15 +107,17 @@ class Effect:
         if not isinstance(key, str) or not key.strip():
             raise UsageError("an effect needs a key (a non-empty string or an EffectKey)")
         check_name(key, "the effect key")
-        if scrub_stored(key) != key:
+        stored = scrub_stored(key)
+        if stored != key:
             # Kept as the ledger would keep it, the key would lose that part: keys
             # that differ only there would be one effect (a second one skipped as
-            # done), and the scrubbed key may outgrow the length limit.
+            # done), and the scrubbed key may outgrow the length limit. The error
+            # shows the stored form, never the part that looked secret.
             raise InvalidKey(
                 "the effect key holds what looks like a secret (a token, a password=..., "
-                "credentials in a URL); the ledger keeps it scrubbed, so keys that differ "
-                "only there would be one effect: build it with effect_key(...), which "
-                "hashes its fields"
+                "credentials in a URL, digits that pass a card number's check); the ledger "
+                f"would keep it as {stored[:120]!r}, so keys that differ only there would "
+                "be one effect: build it with effect_key(...), which hashes its fields"
             )
         if not isinstance(self.kind, str) or not self.kind.strip():
             raise UsageError("an effect needs a kind (a non-empty string)")

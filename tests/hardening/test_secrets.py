@@ -645,3 +645,17 @@ def test_a_raw_effect_key_holding_a_secret_is_refused(key: str) -> None:
     plain = Effect(key="order:4111-17", kind="k", payload={}, perform=lambda: None,
                    verify=lambda: None)  # fmt: skip
     assert plain.key == "order:4111-17"
+
+
+def test_a_raw_key_of_digit_groups_that_pass_a_card_check_is_refused_showing_its_stored_form() -> None:
+    """CI met this one: a benchmark's key ``<pid>-<hex digits>-<n>`` that happened
+    to be 14 Luhn-valid digits. The error says so and shows the key as the ledger
+    would keep it, never the digits; a letter first keeps such a key plain."""
+    with pytest.raises(InvalidKey, match="card number") as refused:
+        Effect(key="13887-362504-123", kind="k", payload={}, perform=lambda: None,
+               verify=lambda: None)  # fmt: skip
+    assert "'[redacted]'" in str(refused.value)
+    assert "362504" not in str(refused.value)
+    plain = Effect(key="w13887-362504-123", kind="k", payload={}, perform=lambda: None,
+                   verify=lambda: None)  # fmt: skip
+    assert plain.key == "w13887-362504-123"

@@ -647,7 +647,7 @@ def test_a_raw_effect_key_holding_a_secret_is_refused(key: str) -> None:
     assert plain.key == "order:4111-17"
 
 
-def test_a_raw_key_of_digit_groups_that_pass_a_card_check_is_refused_showing_its_stored_form() -> None:
+def test_a_card_like_raw_key_is_refused_showing_its_stored_form() -> None:
     """CI met this one: a benchmark's key ``<pid>-<hex digits>-<n>`` that happened
     to be 14 Luhn-valid digits. The error says so and shows the key as the ledger
     would keep it, never the digits; a letter first keeps such a key plain."""

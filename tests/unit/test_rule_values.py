@@ -257,8 +257,9 @@ def test_an_intent_as_json_and_back() -> None:
     assert Intent.from_json(INTENT.as_json()) == INTENT
     assert INTENT.items == ("room",) and INTENT.price_ceiling == Decimal(120)
     assert INTENT.ref == IntentRef("trip", 1) and str(INTENT.ref) == "trip@v1"
-    assert Intent.from_json({"intent_id": "x", "kind": "post", "items": None}).material == (
-        MATERIAL["post"]
+    assert (
+        Intent.from_json({"intent_id": "x", "kind": "post", "items": None}).material
+        == (MATERIAL["post"])
     )
     assert INTENT.stored() == INTENT
     secret = Intent("trip", "message", text="my password is hunter2")

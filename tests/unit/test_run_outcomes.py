@@ -27,12 +27,12 @@ from actonce._rules.decision import (
 from actonce._rules.errors import ProtocolError
 from actonce._rules.model import Outcome, Status
 
-A, O = Action, Outcome
+A, OUT = Action, Outcome
 ENDS = {
-    A.FINISHED: O.SKIPPED, A.RECORD_CONFIRMED: O.SKIPPED, A.RECORD_DUPLICATE: O.NEEDS_REVIEW,
-    A.HOLD: O.NEEDS_REVIEW, A.DEFER: O.DEFERRED, A.RELEASE: O.DEFERRED, A.MARK_FAILED: O.FAILED,
-    A.MARK_UNKNOWN: O.NEEDS_REVIEW, A.NEEDS_REVIEW: O.NEEDS_REVIEW, A.ALARM: O.NEEDS_REVIEW,
-    A.STOP: O.FAILED,
+    A.FINISHED: OUT.SKIPPED, A.RECORD_CONFIRMED: OUT.SKIPPED, A.RECORD_DUPLICATE: OUT.NEEDS_REVIEW,
+    A.HOLD: OUT.NEEDS_REVIEW, A.DEFER: OUT.DEFERRED, A.RELEASE: OUT.DEFERRED, A.MARK_FAILED: OUT.FAILED,
+    A.MARK_UNKNOWN: OUT.NEEDS_REVIEW, A.NEEDS_REVIEW: OUT.NEEDS_REVIEW, A.ALARM: OUT.NEEDS_REVIEW,
+    A.STOP: OUT.FAILED,
 }  # fmt: skip
 #: Moves a hard stop reports as such (a release is nothing done: it stays deferred).
 STOPPED = {A.MARK_FAILED, A.MARK_UNKNOWN, A.NEEDS_REVIEW, A.RECORD_DUPLICATE, A.ALARM}
@@ -41,21 +41,21 @@ STOPPED = {A.MARK_FAILED, A.MARK_UNKNOWN, A.NEEDS_REVIEW, A.RECORD_DUPLICATE, A.
 def expected(action: Action, sit: Situation, reconcile: bool, performed: bool, hard_stop: bool,
              status: Status | None) -> Outcome | type[ProtocolError] | None:  # fmt: skip
     if action is A.RELEASE and reconcile:
-        return O.FAILED
+        return OUT.FAILED
     if action is A.RELEASE and sit is Situation.STALE_CLAIM:
         return None
     if action is A.CLAIM:
         if hard_stop:
-            return O.HARD_STOP
-        return O.FAILED if reconcile or performed else ProtocolError
+            return OUT.HARD_STOP
+        return OUT.FAILED if reconcile or performed else ProtocolError
     if action is A.FINISHED and status is Status.ABANDONED:
-        return O.ABANDONED
+        return OUT.ABANDONED
     if action not in ENDS:
         return ProtocolError
-    if ENDS[action] is O.SKIPPED:
-        return O.COMPLETED if performed else O.SKIPPED
+    if ENDS[action] is OUT.SKIPPED:
+        return OUT.COMPLETED if performed else OUT.SKIPPED
     if hard_stop and action in STOPPED:
-        return O.HARD_STOP
+        return OUT.HARD_STOP
     return ENDS[action]
 
 
@@ -81,15 +81,15 @@ def test_the_outcome_after_each_action(action: Action) -> None:
 
 
 def test_the_tables_behind_it() -> None:
-    assert OUTCOMES == {**ENDS, A.CLAIM: O.FAILED}
+    assert OUTCOMES == {**ENDS, A.CLAIM: OUT.FAILED}
     assert set(MOVES) == STOPPED | {A.RELEASE}
     assert {a: s.value for a, s in MOVES.items()} == {
         A.RELEASE: "failed", A.MARK_FAILED: "failed", A.MARK_UNKNOWN: "unknown",
         A.NEEDS_REVIEW: "needs_review", A.RECORD_DUPLICATE: "needs_review",
         A.ALARM: "needs_review",
     }  # fmt: skip
-    assert REFUSAL_OUTCOMES == {"intent": O.REFUSED, "approval": O.REFUSED,
-                                "budget": O.OVER_BUDGET}  # fmt: skip
+    assert REFUSAL_OUTCOMES == {"intent": OUT.REFUSED, "approval": OUT.REFUSED,
+                                "budget": OUT.OVER_BUDGET}  # fmt: skip
     # Without its status, a finished effect is a skip.
     assert outcome_of(A.FINISHED, Situation.DONE, reconcile=False, performed=False,
-                      hard_stop=False) is O.SKIPPED  # fmt: skip
+                      hard_stop=False) is OUT.SKIPPED  # fmt: skip

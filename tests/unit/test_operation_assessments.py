@@ -126,6 +126,8 @@ CASES: list[tuple[str, list[StepState], Assessment]] = [
                            st("sms", R.RETRIABLE, S.FAILED, 1)],
      a(COMPLETE, Next.STOP, None,
        "complete; mail given up after 3 attempts: smtp 550; sms given up after 1 attempt")),
+    ("a-step-after-the-pivot-in-doubt", [BOOK_DONE, st("later", R.COMPENSATABLE, S.UNKNOWN, 1)],
+     a(REVIEW, Next.STOP, 1, "later is unknown: a human decides")),
     ("no-pivot-the-last-step-counts", [st("a", R.RETRIABLE, S.CONFIRMED, 1),
                                        st("b", R.RETRIABLE, S.FAILED, 1, max_attempts=2)],
      a(IN_PROGRESS, Next.RUN, 1, "b runs next")),

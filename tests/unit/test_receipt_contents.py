@@ -679,6 +679,8 @@ def test_what_a_commit_cost_comes_from_the_refresh_before_its_claim_then_the_app
     higher = dict(p, ceiling="20", packet_id="apv-8")
     assert _pay_only([claim], [higher, p])["ceiling_raised_from"] is None
     assert _pay_only([claim], [p, higher])["ceiling_raised_from"] == "15"
+    # A first packet with no ceiling raised nothing.
+    assert _pay_only([claim], [dict(p, ceiling=None), higher])["ceiling_raised_from"] is None
     # An approval for another effect names no money step: the ceiling only.
     other = dict(p, effect_key="k-other", terms="no refunds")
     assert _pay_only([claim], [other]) == {

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -119,6 +120,8 @@ CASES: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
      r"^JSON object keys must be strings, not int$"),
     ("json-set", lambda: canonical_json({"a": {1}}), InvalidKey,
      r"^set has no canonical JSON form$"),
+    ("json-mapping-not-a-dict", lambda: canonical_json(MappingProxyType({"a": 1})), InvalidKey,
+     r"^not canonical JSON: Object of type mappingproxy is not JSON serializable$"),
     ("json-surrogate-key", lambda: canonical_json({SURROGATE: 1}), InvalidKey,
      r"^an object key holds a lone surrogate, which has no UTF-8 form$"),
     ("json-surrogate-string", lambda: canonical_json([SURROGATE]), InvalidKey,
@@ -474,6 +477,14 @@ def test_a_refused_answer_or_commit_says_why_in_words() -> None:
     got = ap.answer(approved, "approve", by="ana", now=1.0, intent_current=True)
     assert got == ap.AnswerResult(ap.Answered.SAME, ap.ApprovalStatus.APPROVED,
                                   "the same answer again: nothing changed")  # fmt: skip
+
+
+def test_a_key_that_names_no_intent_version_is_the_callers_to_choose() -> None:
+    for scope in (None, "not json", "[1, 2]", canonical_json({"object": "cruise"})):
+        assert ap.check_request_key(REF, scope) is None
+    assert (
+        ap.check_request_key(REF, canonical_json({"object": "trip", "intent_version": 1})) is None
+    )
 
 
 def test_an_operation_that_cannot_be_judged_is_refused_before_any_rule_runs() -> None:

@@ -123,6 +123,7 @@ def test_origins_and_bare_urls_at_their_edges() -> None:
     assert origin_of("http://h.example:80/x") == "http://h.example"
     assert origin_of("HTTPS://u:p@H.EX:8443/p?q#f") == "https://h.ex:8443"
     assert origin_of("http://h.example:99999/x") == "http://h.example:99999"
+    assert origin_of("http://u:p@h.example:99999/x") == "http://h.example:99999"
     long = bare_url("https://h.ex/" + "a" * 3000)
     assert len(long) == 2000 and long.startswith("https://h.ex/aaa")
     assert bare_url("https://h.ex/" + "a" * 1987) == "https://h.ex/" + "a" * 1987  # 2000: whole

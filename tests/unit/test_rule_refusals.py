@@ -352,6 +352,8 @@ CASES: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
      UsageError, r"^two signing keys share the key id 'k1', 'k2'$"),
     ("keys-parse", lambda: ap.SigningKeys.parse("k1" + "00" * 16), UsageError,
      r"^ACTONCE_APPROVAL_KEYS must hold 'kid:hex\[,kid:hex\.\.\.\]'$"),
+    ("keys-parse-two-colons", lambda: ap.SigningKeys.parse("k1:" + "00" * 16 + ":00"),
+     UsageError, r"^ACTONCE_APPROVAL_KEYS must hold 'kid:hex\[,kid:hex\.\.\.\]'$"),
     ("keys-parse-hex", lambda: ap.SigningKeys.parse("k1:zz", source="--keys"), UsageError,
      r"^--keys must hold 'kid:hex\[,kid:hex\.\.\.\]'$"),
     # --- operations and decisions about them ------------------------------------------------

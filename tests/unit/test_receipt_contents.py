@@ -687,3 +687,28 @@ def test_what_a_commit_cost_comes_from_the_refresh_before_its_claim_then_the_app
         "charged": None, "charged_state": "none", "ceiling": "15",
         "ceiling_raised_from": None, "currency": None, "terms": "no refunds",
     }  # fmt: skip
+
+
+def test_refreshes_that_reported_no_facts_are_listed_and_cost_nothing() -> None:
+    events = [
+        ev("k-pay", E.FACTS_REFRESHED, 1, 0, data={}),
+        ev("k-pay", E.FACTS_REFRESHED, 2, 0, data={"facts": "not a list"}),
+        ev("k-pay", E.FACTS_REFRESHED, 3, 0, data={"facts": [{"name": "price", "value": "7"}]}),
+        ev("k-pay", E.CLAIMED, 4),
+        ev("k-pay", E.CONFIRMED, 5, msg="found", data={"duplicate": {"count": 3, "x": 1}}),
+    ]
+    pay = StepView("pay", Role.PIVOT, "k-pay", rec("k-pay", S.CONFIRMED, 1, "P-1"), events)
+    a = assess([StepState("pay", Role.PIVOT, S.CONFIRMED, 1)])
+    approval = {"packet_id": "apv-9", "effect_key": "k-pay", "amount": "6", "currency": "EUR"}
+    receipt = build_receipt("op-p", a, [pay], intent=None, approval=approval, now=9.0)
+    assert receipt.data["steps"][0]["verdicts"] == [
+        {"type": "facts_refreshed", "at": 1, "attempt": 0},
+        {"type": "facts_refreshed", "at": 2, "attempt": 0},
+        {"type": "facts_refreshed", "at": 3, "attempt": 0,
+         "facts": [{"name": "price", "value": "7", "observed_at": None, "valid_until": None,
+                    "source": None}]},
+        {"type": "confirmed", "at": 5, "attempt": 1, "message": "found",
+         "duplicate": {"count": 3}},
+    ]  # fmt: skip
+    assert receipt.data["user"]["charged"] == "7"
+    assert _lines(receipt, "Charged: ") == ["Charged: 7 EUR."]

@@ -387,6 +387,8 @@ CASES: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
      r"^a request pattern's path starts with '/' \(or is '\*'\), not 'notes'$"),
     ("pattern-star", lambda: RequestPattern("POST", "/a*/b"), UsageError,
      r"^a request pattern's path has no query and '\*' only at its end: '/a\*/b'$"),
+    ("pattern-star-before-the-end", lambda: RequestPattern("POST", "/a*b"), UsageError,
+     r"^a request pattern's path has no query and '\*' only at its end: '/a\*b'$"),
     ("pattern-query", lambda: RequestPattern("POST", "/a?b=1"), UsageError,
      r"^a request pattern's path has no query and '\*' only at its end: '/a\?b=1'$"),
     ("pattern-fragment", lambda: RequestPattern("POST", "/a#b"), UsageError,

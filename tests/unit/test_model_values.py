@@ -8,6 +8,8 @@ as values, at the edges (a lease ends at its end, not after it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from actonce._rules.errors import HardStop, NotPerformed
 from actonce._rules.lifecycle import DURABLE, REVIEWABLE, TRANSITIONS, By, is_durable
 from actonce._rules.model import (
@@ -19,6 +21,8 @@ from actonce._rules.model import (
     ReconcileReport,
     RunResult,
     Status,
+    _fast_factory,
+    _fast_init,
     evolve,
     new_event,
     new_record,
@@ -51,6 +55,26 @@ def test_the_fast_constructors_take_every_field_in_order() -> None:
                           Status.CONFIRMED, "found", {"result_ref": "r"}, 12)  # fmt: skip
     assert Event("k", EventType.EVIDENCE, 1.0) == Event("k", EventType.EVIDENCE, 1.0, 0, "",
                                                         None, None, None, {}, None)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    first: int
+    second: str = "b"
+    third: tuple[int, ...] = ()
+
+
+def test_the_fast_constructors_are_built_from_a_classs_own_slots() -> None:
+    # The module builds its own at import; building one here checks the builders themselves.
+    evolve_pair = _fast_factory(_Pair, "evolve_pair")
+    new_pair = _fast_init(_Pair, "new_pair")
+    assert (evolve_pair.__name__, new_pair.__name__) == ("evolve_pair", "new_pair")
+    pair = _Pair(1, "x", (2,))
+    assert evolve_pair(pair, {}) == pair
+    assert evolve_pair(pair, {"second": "y", "third": ()}) == _Pair(1, "y", ())
+    assert evolve_pair(pair, {"first": 5}) == _Pair(5, "x", (2,))
+    made = new_pair(3, "z", (4, 5))
+    assert made == _Pair(3, "z", (4, 5)) and type(made) is _Pair
 
 
 def test_what_is_open_done_and_unresolved() -> None:

@@ -149,6 +149,8 @@ COMMITS = [
     ("approved", approved(), {}, None),
     ("approved-no-intent-given", approved(), {"intent": None, "amount": None}, None),
     ("at-the-ceiling", approved(ceiling=Decimal(250)), {"amount": Decimal(250)}, None),
+    ("no-ceiling-any-amount", approved(amount=None, currency=None), {"amount": Decimal(10**6)},
+     None),
     ("pending", packet(), {}, Refusal("waiting for ana to approve apv-1", waiting=True)),
     ("pending-expired", packet(), {"now": 910.0},
      Refusal("the approval expired before it was answered")),

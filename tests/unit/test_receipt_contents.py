@@ -712,3 +712,23 @@ def test_refreshes_that_reported_no_facts_are_listed_and_cost_nothing() -> None:
     ]  # fmt: skip
     assert receipt.data["user"]["charged"] == "7"
     assert _lines(receipt, "Charged: ") == ["Charged: 7 EUR."]
+
+
+def test_a_payment_undone_by_hand_was_given_back() -> None:
+    decisions = [
+        DecisionRecord(OperationDecision.UNDONE_BY_HAND, "cy", 40.0, "refunded by phone",
+                       "pay", 1, 1),
+    ]  # fmt: skip
+    states = [REFUSED_STATES[0], REFUSED_STATES[1], REFUSED_STATES[2]]
+    a = assess(states, decisions=decisions)
+    receipt = build_receipt(OP, a, [HOLD_UNDO_REFUSED, PAY_UNDO_REFUSED, BOOK_FAILED],
+                            intent=INTENT, approval=P2, now=99.0, decisions=decisions)  # fmt: skip
+    assert _lines(receipt, "What was done: ", "Charged: ", "Released or refunded: ") == [
+        "What was done: hold (H-1), its undo was refused: it still stands; pay (P-9), then "
+        "undone by hand.",
+        "Charged: nothing.",
+        "Released or refunded: 97.00 EUR.",
+    ]
+    user = receipt.data["user"]
+    assert (user["charged"], user["charged_state"], user["released"]) == ("0", "undone", "97.00")
+    assert receipt.data["not_undone"] == ["hold"]

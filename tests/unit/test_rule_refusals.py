@@ -168,8 +168,8 @@ CASES: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
      r"^Confirmed\.refs is a tuple of strings, not set$"),
     ("confirmed-refs-items", lambda: Confirmed("r", 2, ("a", 1)), UsageError,  # type: ignore[arg-type]
      r"^Confirmed\.refs holds strings only$"),
-    ("unavailable", lambda: Unavailable(None), UsageError,  # type: ignore[arg-type]
-     r"^Unavailable\.reason is a string, not NoneType$"),
+    ("unavailable", lambda: Unavailable(5), UsageError,  # type: ignore[arg-type]
+     r"^Unavailable\.reason is a string, not int$"),
     ("policy-negative", lambda: Policy(settle_seconds=-1), UsageError,
      r"^Policy\.settle_seconds must be a finite number of seconds >= 0, not -1$"),
     ("policy-lease-zero", lambda: Policy(lease_seconds=0), UsageError,

@@ -158,6 +158,12 @@ WITHDRAWALS: list[tuple[str, list[StepState], Assessment]] = [
      a(COMPLETE, Next.RUN, 1, "mail runs (retriable)", closed=True)),
     ("a-step-in-doubt-stops-it", [st("hold", R.COMPENSATABLE, S.UNKNOWN, 1), BOOK],
      a(REVIEW, Next.STOP, 0, "hold is unknown: a human decides", closed=True)),
+    # A pass that chose the pivot before the withdrawal ran it after the undos began.
+    ("the-pivot-in-doubt-after-the-undos", [st("hold", R.COMPENSATABLE, S.CONFIRMED, 1,
+                                               undo=S.CONFIRMED, undo_attempts=1),
+                                            st("book", R.PIVOT, S.UNKNOWN, 1),
+                                            st("mail", R.RETRIABLE)],
+     a(REVIEW, Next.STOP, 1, "book is unknown: it cannot be compensated blindly", closed=True)),
 ]  # fmt: skip
 
 

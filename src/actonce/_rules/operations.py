@@ -361,7 +361,9 @@ def _compensation(steps: Sequence[StepState], pivot: int, why: str | None = None
         # an operation that could commit nothing any more before this step ran.
         stop = next(i for i in range(pivot + 1) if steps[i].status is not Status.CONFIRMED)
         why = f"withdrawn before {steps[stop].name}"
-    for i in range(failed - 1, -1, -1):
+    # From the failure (or, withdrawn, the pivot) down: a step in doubt there may have
+    # happened even after the undos began (a pass that chose it before the withdrawal).
+    for i in range(failed, -1, -1):
         s = steps[i]
         if s.status in _DOUBT:
             # Never undo what may not have happened: a human decides.

@@ -170,12 +170,6 @@ def _claimed_amount(step: StepView) -> Decimal | None:
     return at_claim
 
 
-def _phrase(amount: Decimal | None, currency: str | None) -> str:
-    if amount is None:
-        return "an amount not recorded"
-    return f"{amount} {currency}".strip() if currency else str(amount)
-
-
 @dataclass(slots=True)
 class _Facts:
     """What the user is told, as fields (``data["user"]``)."""

@@ -89,6 +89,22 @@ SECRETS = (
     "src/actonce/_rules/detect.py",
     "src/actonce/_rules/scrub.py",
 )
+FACADES = tuple(
+    f"src/actonce/_{m}.py"
+    for m in (
+        "approvals",
+        "budgets",
+        "effect",
+        "firewall",
+        "leases",
+        "ledger",
+        "ledger_base",
+        "operations",
+        "operator",
+        "queue",
+        "registry",
+    )
+)
 AREAS = {
     a.name: a
     for a in (
@@ -156,6 +172,22 @@ AREAS = {
                 "tests/explore/test_explore_cli.py",
             ),
             tool="ast",  # the tests run `python -m actonce`: mutmut sees no test reach it
+        ),
+        Area(
+            # The public classes over the protocol and the stores (Ledger, Approvals,
+            # Budgets, Operations, Operator, WorkQueue, Lease, Firewall, Effect, the
+            # verifier registry): what a user calls, judged as the protocol is.
+            "facades",
+            FACADES,
+            (
+                "tests/unit",
+                "tests/conformance",
+                "tests/approvals",
+                "tests/budgets",
+                "tests/operator",
+                *PROCESSES,
+                *MEMORY_ONLY,
+            ),
         ),
         Area("console", ("src/actonce/console/*.py",), ("tests/console", "-m", "not browser")),
         Area(

@@ -146,7 +146,7 @@ def test_a_runs_summary_as_text_names_every_class_and_pool() -> None:
         "    post 11",
         "ambiguous  2 (may have happened: reconcile or review first)",
         "    post 7 [eeeeeeeeeeee]: unknown: timed out",
-        "    post 8: needs_review: ",
+        "    post 8: needs_review",
         "hard stops 1",
         "    act: hard stop: a CAPTCHA",
         "    post 10 [ffffffffffff]: stopped here: a CAPTCHA",

@@ -354,10 +354,13 @@ class RunSummary:
         out.append(f"failures   {c['failures']} (definitive: did not happen, replannable)")
         out += _items(self.failures, lambda i: i.reason or "")
         out.append(f"ambiguous  {c['ambiguous']} (may have happened: reconcile or review first)")
-        out += _items(self.ambiguous, lambda i: f"{i.status}: {i.reason or ''}")
+        out += _items(self.ambiguous, lambda i: f"{i.status}: {i.reason}" if i.reason else i.status)
         out.append(f"hard stops {c['hard_stops']}")
         out += [f"    {s.stage.value}: {s.reason}" for s in self.stops]
-        out += _items(self.of(ItemClass.STOPPED), lambda i: f"stopped here: {i.reason or ''}")
+        out += _items(
+            self.of(ItemClass.STOPPED),
+            lambda i: f"stopped here: {i.reason}" if i.reason else "stopped here",
+        )
         out.append(f"quality    {c['quality_skips']} skipped as not worth doing")
         out += _items(self.quality_skips, lambda i: i.reason or "")
         out.append("budget left" + ("" if self.budget else "  (no pools)"))

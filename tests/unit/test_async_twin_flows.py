@@ -240,3 +240,29 @@ async def test_aprovider_retry_is_provider_retry_awaited(monkeypatch: pytest.Mon
 
     assert await aprovider_retry(fine, attempts=20) == "x"
     assert await aprovider_retry(fine, attempts=1) == "x"
+
+
+async def test_a_decision_naming_a_step_is_judged_alike_through_either_facade() -> None:
+    s, a = Side(), Side()
+    for side in (s, a):
+        side.flags.update(book_refused=True, release_refused=True)
+    sync = Ledger(MemoryStore(), clock=s.clock)
+    aledger = AsyncLedger(MemoryStore(), clock=a.clock)
+    Operation(sync, "trip", s.steps()).run()
+    await AsyncOperation(aledger, "trip", a.steps()).run()
+    assert sync.operations.get("trip").state.value == "needs_review"
+    errors = []
+    for decide in (sync.operations.decide, aledger.operations.decide):
+        try:
+            done = decide("trip", "retry_undo", by="ana", reason="again", step="book")
+            if not isinstance(done, type(sync.operations.get("trip"))):
+                await done  # type: ignore[misc]
+        except Exception as exc:
+            errors.append((type(exc).__name__, str(exc)))
+    assert len(errors) == 2 and errors[0] == errors[1], errors
+    right = sync.operations.decide("trip", "retry_undo", by="ana", reason="r", step="hold")
+    aright = await aledger.operations.decide(
+        "trip", "retry_undo", by="ana", reason="r", step="hold"
+    )
+    assert _view(right) == _view(aright) and right.state.value == "compensating"
+    await aledger.aclose()

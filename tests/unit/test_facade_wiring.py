@@ -227,3 +227,121 @@ async def test_async_reconcile_names_open_effects_without_a_verifier() -> None:
     assert report.results == () and report.errors == ()
     assert Ledger(store, clock=clock, registry=Registry()).reconcile().no_verifier == ("post:1",)
     await ledger.aclose()
+
+
+class _ServerStore(MemoryStore):
+    """A memory store with a database server's clock, far from this machine's."""
+
+    def __init__(self, at: float) -> None:
+        super().__init__()
+        self.at, self.reads = at, 0
+
+    def server_time(self) -> float:
+        self.reads += 1
+        return self.at
+
+
+def _post(key: str) -> Effect:
+    return Effect(key, "post", {}, lambda: None, lambda: Absent(), policy=Policy(settle_seconds=0))
+
+
+def test_a_ledger_on_a_server_keeps_the_servers_time_read_once_a_minute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = _ServerStore(2_000_000_000.0)
+    ledger = Ledger(store)
+    ledger.run(_post("p1"))
+    ledger.run(_post("p2"))
+    assert store.reads == 1  # read once; the next minute counts on from it
+    for key in ("p1", "p2"):
+        record = ledger.get(key)
+        assert record is not None and 2_000_000_000.0 <= record.created_at < 2_000_000_060.0
+    import actonce._ledger_base as base
+
+    monkeypatch.setattr(base, "ANCHOR_EVERY", 0.0)  # a minute has passed at every run
+    ledger.run(_post("p3"))
+    assert store.reads == 2
+    # A clock given is the ledger's: the server's is not read.
+    given = _ServerStore(2_000_000_000.0)
+    Ledger(given, clock=FrozenClock()).run(_post("p4"))
+    assert given.reads == 0
+
+
+async def test_an_async_ledger_on_a_server_keeps_the_servers_time_too() -> None:
+    store = _ServerStore(2_000_000_000.0)
+    ledger = AsyncLedger(store)
+    await ledger.run(_post("p1"))
+    await ledger.run(_post("p2"))
+    assert store.reads == 1
+    record = await ledger.get("p2")
+    assert record is not None and 2_000_000_000.0 <= record.created_at < 2_000_000_060.0
+    await ledger.aclose()
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"fingerprint_key": "k:00"}, "fingerprint_key must be a FingerprintKey, not str"),
+        ({"registry": {}}, "registry must be a Registry, not dict"),
+    ],
+    ids=["fingerprint key", "registry"],
+)
+def test_a_ledger_refuses_a_configuration_of_the_wrong_type(
+    kw: dict[str, Any], message: str
+) -> None:
+    for make in (Ledger, AsyncLedger):
+        with pytest.raises(UsageError) as caught:
+            make(MemoryStore(), **kw)
+        assert str(caught.value) == message
+
+
+def test_a_ledger_refuses_to_run_what_is_no_effect_and_telemetry_without_begin() -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    with pytest.raises(UsageError) as caught:
+        ledger.run({"key": "k"})  # type: ignore[arg-type]
+    assert str(caught.value) == "run() takes an actonce.Effect, not dict"
+    with pytest.raises(UsageError) as caught:
+        ledger.telemetry = object()  # type: ignore[assignment]
+    assert str(caught.value) == "telemetry needs a begin(run) method (see actonce.Telemetry)"
+    assert ledger.telemetry is None
+    assert ledger.url == "(a store given directly)"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x: x.approvals.list("nope"),
+         "an approval status is one of pending, approved, denied, expired, voided, "
+         "invalidated, held, consumed, not 'nope'"),
+        (lambda x: x.intents.list("nope"),
+         "an intent status is one of current, superseded, not 'nope'"),
+    ],
+    ids=["approval status", "intent status"],
+)  # fmt: skip
+def test_a_status_filter_that_is_no_status_names_the_statuses(call: Any, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        call(Ledger(MemoryStore(), clock=FrozenClock()))
+    assert str(caught.value) == message
+
+
+def test_an_effect_key_holding_a_secret_is_refused_in_full_words() -> None:
+    with pytest.raises(UsageError) as caught:
+        _post("post?token=abcdefgh12345678")
+    assert str(caught.value) == (
+        "the effect key holds what looks like a secret (a token, a password=..., "
+        "credentials in a URL, digits that pass a card number's check); the ledger "
+        "would keep it as 'post?token=[redacted]', so keys that differ only there would "
+        "be one effect: build it with effect_key(...), which hashes its fields"
+    )
+
+
+async def test_async_budgets_define_as_sync_ones() -> None:
+    sync = Ledger(MemoryStore(), clock=FrozenClock())
+    aledger = AsyncLedger(MemoryStore(), clock=FrozenClock())
+    made = sync.budgets.define("spend", "500", unit="EUR", window=3600)
+    amade = await aledger.budgets.define("spend", "500", unit="EUR", window=3600)
+    assert made == amade and made.unit == "EUR" and str(made.limit) == "500"
+    assert sync.budgets.usage() == await aledger.budgets.usage()
+    with pytest.raises(UsageError, match="a budget pool needs a limit"):
+        await aledger.budgets.define("spend", None)  # type: ignore[arg-type]
+    await aledger.aclose()

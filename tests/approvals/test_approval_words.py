@@ -103,7 +103,7 @@ def test_an_approval_lives_up_to_thirty_days(ttl: Any) -> None:
 
 
 def test_a_request_fills_in_what_its_intent_says() -> None:
-    ledger, clock = _ledger()
+    ledger, _ = _ledger()
     req = ledger.approvals.request(TRIP, "pay", _key(), amount="240", ttl=30 * 86400)
     packet = req.packet
     assert (packet.user, packet.destination, packet.ceiling, packet.currency) == (

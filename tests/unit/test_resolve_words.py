@@ -46,7 +46,7 @@ def _unknown(ledger: Ledger, key: str = "rev-1") -> str:
             perform=perform,
             policy=POLICY,
             verify=lambda: Unavailable("down") if made else Absent(),
-        )  # fmt: skip
+        )
     )
     assert result.status is Status.UNKNOWN and result.attempt == 1
     return key

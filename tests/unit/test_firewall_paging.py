@@ -93,3 +93,14 @@ def test_record_takes_only_a_refusal() -> None:
     with pytest.raises(UsageError) as err:
         storable_refusal({"actor": "alice"})  # type: ignore[arg-type]
     assert str(err.value) == "record() takes a WriteRefusal, not dict"
+
+
+def test_a_refusal_s_urls_are_scrubbed_like_any_text_from_the_world() -> None:
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc"
+    url = f"http://h.example/pay/{jwt}"
+    clean = storable_refusal(_refusal(url=url, page=url))
+    assert clean.url == "http://h.example/pay/[redacted]"
+    assert clean.page == "http://h.example/pay/[redacted]"
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(start=9.0))
+    stored = ledger.firewall.record(_refusal(url=url + "?q=1", page="/relative/" + jwt))
+    assert (stored.url, stored.page) == ("http://h.example/pay/[redacted]", "/relative/[redacted]")

@@ -8,6 +8,7 @@ each accepted form answers as the others do. Memory store, a frozen clock.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from actonce import (
     Effect,
     Ledger,
     MemoryStore,
+    OperationState,
     Policy,
     Status,
     UnknownEffect,
@@ -169,3 +171,51 @@ def test_events_by_key_or_prefix_and_a_miss_says_so() -> None:
     with pytest.raises(UnknownEffect) as err:
         ledger.events("zzzz")
     assert str(err.value) == "no effect with key 'zzzz'"
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("", "kind must be a non-empty string, not ''"),
+        (" ", "kind must be a non-empty string, not ' '"),
+        ("x\x00", "kind cannot contain a NUL character"),
+    ],
+)
+def test_a_kind_filter_is_a_name(kind: str, message: str) -> None:
+    ledger, _ = _ledger()
+    _refused(lambda: ledger.list(kind=kind), message)
+
+
+def _receipts(store: MemoryStore) -> None:
+    for i, at in enumerate((5.0, 6.0, 7.0)):
+        data = json.dumps({"n": i, "written_at": at})
+        assert store.receipt_put(f"op-{i}", "complete", f"receipt {i}", data, at, "run-1")
+
+
+def test_receipts_page_newest_first_before_a_time() -> None:
+    store = MemoryStore()
+    _receipts(store)
+    ledger = Ledger(store, clock=FrozenClock(start=100.0))
+    page = ledger.receipts(limit=2)
+    assert [(r.operation_id, at) for r, at in page] == [("op-2", 7.0), ("op-1", 6.0)]
+    rest = ledger.receipts(limit=2, before=page[-1][1])
+    assert [(r.operation_id, at) for r, at in rest] == [("op-0", 5.0)]
+    assert ledger.receipts(before=5.0) == []
+    assert [r.operation_id for r, _ in ledger.receipts(before=6.5)] == ["op-1", "op-0"]
+    ((receipt, _),) = ledger.receipts(limit=1)
+    assert (receipt.state, receipt.text, receipt.data) == (
+        OperationState.COMPLETE, "receipt 2", {"n": 2, "written_at": 7.0},
+    )  # fmt: skip
+
+
+def test_a_receipt_without_a_definition_is_the_one_stored() -> None:
+    store = MemoryStore()
+    _receipts(store)
+    ledger = Ledger(store, clock=FrozenClock(start=100.0))
+    receipt = ledger.receipt("op-1")
+    assert receipt is not None
+    assert (receipt.operation_id, receipt.state, receipt.text, receipt.data) == (
+        "op-1", OperationState.COMPLETE, "receipt 1", {"n": 1, "written_at": 6.0},
+    )  # fmt: skip
+    assert ledger.receipt("op-9") is None
+    assert ledger.receipt("  ") is None and ledger.receipt("") is None

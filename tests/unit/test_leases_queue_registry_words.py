@@ -198,3 +198,13 @@ def test_a_registry_says_which_module_it_could_not_import(
     registry.load("json, os")  # named modules win over the variable
     monkeypatch.setenv("ACTONCE_VERIFIERS", "json,")
     registry.load()
+
+
+@pytest.mark.parametrize("modules", ["json, ,os", "json,,os", " json , os ,", " , "])
+def test_an_empty_entry_names_no_module(monkeypatch: pytest.MonkeyPatch, modules: str) -> None:
+    """Until 2026-12-07 a blank entry between commas ("a, ,b") was imported as the module
+    '' and refused ("Empty module name") while an empty one ("a,,b") was skipped."""
+    monkeypatch.delenv("ACTONCE_VERIFIERS", raising=False)
+    Registry().load(modules)
+    monkeypatch.setenv("ACTONCE_VERIFIERS", modules)
+    Registry().load()

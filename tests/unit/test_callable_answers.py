@@ -234,3 +234,31 @@ def test_no_await_passes_plain_answers_and_refuses_awaitables() -> None:
         no_await(c)
     assert str(err.value) == AWAITABLE
     assert c.cr_frame is None  # closed: no "never awaited" warning
+
+
+def test_a_payload_secret_in_a_verifier_s_words_never_reaches_the_reason() -> None:
+    """The reason a run returns and stores is scrubbed of the effect's own secret values,
+    whatever part of it they came through (here: an unavailable verdict's words)."""
+    clock = FrozenClock(start=1_000.0)
+    ledger = Ledger(MemoryStore(), clock=clock)
+    made: list[int] = []
+
+    def perform() -> None:
+        made.append(1)
+        raise TimeoutError("lost")
+
+    def verify() -> Any:
+        if made:
+            return Unavailable("login as acct-77 with S3cretPin991 timed out")
+        return Absent()
+
+    effect = Effect(key="k", kind="pin", payload={"account": "acct-77", "pin": "S3cretPin991"},
+                    secret_fields=("pin",), perform=perform, verify=verify, policy=POLICY)  # fmt: skip
+    result = ledger.run(effect)
+    expected = (
+        "perform raised TimeoutError: lost; outcome not proven yet "
+        "(verification unavailable: login as acct-77 with [redacted] timed out)"
+    )
+    assert result.reason == expected
+    assert [e.message for e in ledger.events("k")][-1] == expected
+    assert ledger.get("k").reason == expected  # type: ignore[union-attr]

@@ -216,3 +216,18 @@ def test_a_beat_that_finds_the_row_taken_is_overtaken_and_stops() -> None:
     beat.beat()
     assert (beat.overtaken, beat.cancelled) == (True, True)
     assert store.get(key).lease_expires_at == lease  # type: ignore[union-attr]
+
+
+def test_the_default_bounds_are_one_second_and_ten_minutes() -> None:
+    clock = SystemClock()
+    m0 = time.monotonic()
+    clock.anchor(5_000.0, mono=m0)
+    clock.anchor(5_001.0, mono=m0)  # one second: the bound itself, no step
+    assert clock.steps == 0 and clock.trusted() is True
+    clock.anchor(5_002.5, mono=m0)  # one and a half seconds more: a step
+    assert clock.steps == 1 and clock.trusted() is False
+    watch = StepWatch()
+    assert (watch.step_bound, watch.distrust_seconds) == (1.0, 600.0)
+    watch.feed(0.0, 0.0)
+    assert watch.feed(1.5, 0.0) is True
+    assert watch.trusted(599.9) is False and watch.trusted(600.0) is True

@@ -321,3 +321,23 @@ def test_aprovider_retry_retries_what_it_is_told_to() -> None:
     with pytest.raises(KeyError):
         asyncio.run(aprovider_retry(wrong, retry_on=(TimeoutError,), backoff=0.0))
     assert other.calls == 1
+
+
+def test_an_operation_s_shape_is_checked_when_it_is_made() -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    pivot = Step("book", _effect("k1"), "pivot")
+    _refused(
+        lambda: Operation(ledger, "op", [pivot, Step("pay", _effect("k2"), "pivot")]),
+        "an operation has at most one pivot step",
+    )
+    _refused(
+        lambda: Operation(ledger, "op", [Step("hold", _effect("k2")), pivot]),
+        "step 'hold' is compensatable but has no undo",
+    )
+    _refused(
+        lambda: Operation(ledger, "op", [Step("tell", _effect("k2"), "retriable"), pivot]),
+        "retriable step 'tell' must come after the pivot",
+    )
+    hold = Step("hold", _effect("k2"), "compensatable", undo=_effect("k3"))
+    tell = Step("tell", _effect("k4"), "retriable")
+    assert Operation(ledger, "op", [hold, pivot, tell]).plan.steps[1].role.value == "pivot"

@@ -236,3 +236,34 @@ def test_reconcile_follows_the_registered_kind_s_policy_and_verifier() -> None:
     assert (result.status, result.result_ref, seen) == (Status.CONFIRMED, "found-k", ["k"])
     last = ledger.events("k")[-1]
     assert last.run_id.startswith("reconcile-") and len(last.run_id) > len("reconcile-")
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_run_is_named_as_given(is_async: bool) -> None:
+    import asyncio
+
+    from actonce import AsyncLedger
+
+    async def main() -> tuple[set[str], list[str]]:
+        ledger: Any = (AsyncLedger if is_async else Ledger)(MemoryStore(), clock=FrozenClock())
+
+        async def call(value: Any) -> Any:
+            return await value if is_async else value
+
+        await call(ledger.run(_effect(verify=lambda: Confirmed("x")), run_id="my-run-1"))
+        runs = {e.run_id for e in await call(ledger.events("k"))}
+        errors = []
+        for bad in ("", "a\x00", 5):
+            try:
+                await call(ledger.run(_effect(), run_id=bad))
+            except UsageError as exc:
+                errors.append(str(exc))
+        return runs, errors
+
+    runs, errors = asyncio.run(main())
+    assert runs == {"my-run-1"}
+    assert errors == [
+        "run_id must be a non-empty string, not ''",
+        "run_id cannot contain a NUL character",
+        "run_id must be a non-empty string, not 5",
+    ]

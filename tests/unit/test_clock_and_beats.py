@@ -231,3 +231,14 @@ def test_the_default_bounds_are_one_second_and_ten_minutes() -> None:
     watch.feed(0.0, 0.0)
     assert watch.feed(1.5, 0.0) is True
     assert watch.trusted(599.9) is False and watch.trusted(600.0) is True
+
+
+def test_the_system_clock_sleeps_as_asked() -> None:
+    import asyncio
+
+    clock = SystemClock()
+    before = time.monotonic()
+    clock.sleep(0.001)
+    asyncio.run(clock.asleep(0.001))
+    assert time.monotonic() - before >= 0.002
+    assert clock.monotonic() >= before

@@ -128,3 +128,46 @@ def test_a_perform_proven_absent_fails_once_and_says_why() -> None:
         == "perform raised ValueError: the form said no; verified absent after the settle window"
     )
     assert tries == [1]
+
+
+def test_the_async_pass_reports_what_the_sync_one_does() -> None:
+    import asyncio
+
+    from actonce import AsyncLedger
+
+    clock, store = FrozenClock(start=1_000.0), Breaks()
+    registry = Registry()
+    registry.register("pin", lambda record: Confirmed(f"ref-{record.key}"), policy=POLICY)
+    sync = Ledger(store, clock=clock, registry=registry)
+    _lost(sync, "a-first")
+    _lost(sync, "b-broken")
+    _lost(sync, "d-nobody", kind="unregistered")
+    clock.advance(60.0)
+    _executing(sync, "e-live")
+    store.broken = {"b-broken"}
+    told: list[Any] = []
+
+    async def main() -> Any:
+        ledger = AsyncLedger(store, clock=clock, registry=registry)
+        with pytest.raises(UsageError) as err:
+            await ledger.reconcile(progress=3)  # type: ignore[arg-type]
+        assert str(err.value) == "progress must be callable or None, not 3"
+        return await ledger.reconcile(limit=100, progress=told.append)
+
+    report = asyncio.run(main())
+    assert told == list(report.results)
+    got = sorted((r.key, r.status, r.result_ref, r.reason) for r in report.results)
+    assert got == [
+        ("a-first", Status.CONFIRMED, "ref-a-first", None),
+        (
+            "b-broken",
+            Status.UNKNOWN,
+            None,
+            "reconcile of this effect failed: LedgerError: disk full",
+        ),
+    ]
+    assert next(r for r in report.results if r.key == "b-broken").outcome is Outcome.DEFERRED
+    assert report.errors == (
+        ("b-broken", "reconcile of this effect failed: LedgerError: disk full"),
+    )
+    assert (report.live, report.no_verifier, report.operations) == (1, ("d-nobody",), ())

@@ -86,3 +86,23 @@ def test_an_async_ledger_opened_at_a_url_keeps_what_it_was_given(tmp_path: Path)
             await reader.aclose()
 
     asyncio.run(main())
+
+
+def test_leaving_a_ledger_closes_its_store() -> None:
+    from actonce import LedgerUnavailable, MemoryStore
+
+    store = MemoryStore()
+    with Ledger(store) as ledger:
+        assert ledger.get("k") is None
+    with pytest.raises(LedgerUnavailable) as err:
+        store.get("k")
+    assert str(err.value) == "ledger read failed: Cannot operate on a closed database."
+    other = MemoryStore()
+
+    async def main() -> None:
+        async with AsyncLedger(other) as aledger:
+            assert await aledger.get("k") is None
+
+    asyncio.run(main())
+    with pytest.raises(LedgerUnavailable):
+        other.get("k")

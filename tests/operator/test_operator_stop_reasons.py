@@ -228,3 +228,29 @@ def test_a_held_lease_is_a_locked_skip_naming_its_holder(world: World, clock: Fr
         summary = operator(ledger, Knobs(world, ["a"])).run()
     assert summary.status is RunStatus.LOCKED_SKIP and summary.stops == ()
     assert summary.held_by == "x" * 199 + "…"
+
+
+class NoClaims(MemoryStore):
+    """A ledger that cannot record a claim."""
+
+    def claim(self, *args: Any, **kwargs: Any) -> Any:
+        raise LedgerError("disk full")
+
+
+def test_a_step_the_ledger_cannot_record_stops_the_run_with_its_item(
+    world: World, clock: FrozenClock
+) -> None:
+    summary = _run(world, clock, Knobs(world, ["a", "b"]), NoClaims())
+    (item,) = summary.items
+    assert (item.label, item.cls, item.stage, item.reason) == (
+        "post a", ItemClass.STOPPED, RunStage.ACT, "LedgerError: disk full",
+    )  # fmt: skip
+    assert item.key == world.key("a")
+    stage, reason = _stop(summary)
+    assert (stage, reason) == (
+        RunStage.ACT,
+        "post a: the ledger could not record a step (LedgerError: disk full); nothing was "
+        "performed after the failure",
+    )
+    assert summary.stops[0].keys == (world.key("a"),)
+    assert world.tried == set()

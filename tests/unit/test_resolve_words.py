@@ -171,3 +171,23 @@ def test_a_reviewers_words_are_scrubbed_and_bounded() -> None:
     message = ledger.events(key)[-1].message or ""
     assert "abcdef0123456789secret" not in message
     assert len(message) == 1000 and message.endswith("…")
+
+
+def test_not_happened_waits_while_the_attempt_s_lease_runs() -> None:
+    """A lease still running (here: ledger time stepped back before it ended) means its
+    owner may still be performing: 'not happened' would let the effect run twice."""
+    clock = FrozenClock(start=1_000.0)
+    ledger = Ledger(MemoryStore(), clock=clock)
+    key = _unknown(ledger)
+    record = ledger.get(key)
+    assert record is not None and record.lease_expires_at == 1_000.0
+    clock.step(-100.0)
+    _refused(
+        InvalidTransition,
+        lambda: ledger.resolve(key, "not_happened", reviewer="maria", reason="gone"),
+        "effect rev-1: the owner of attempt 1 holds its lease until 1000.000 and may still be "
+        "performing; 'not happened' can be decided once the lease has ended (or abandon it now)",
+    )
+    assert ledger.get(key).status is Status.UNKNOWN  # type: ignore[union-attr]
+    abandoned = ledger.resolve(key, "abandon", reviewer="maria", reason="too risky")
+    assert abandoned.status is Status.ABANDONED

@@ -188,3 +188,42 @@ def Operator_(ledger: Ledger, name: str) -> Any:
     from actonce import Operator
 
     return Operator(ledger, name, Plain(), kinds=("post",))
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_decision_names_the_step_it_is_about(is_async: bool) -> None:
+    world = World()
+    world.lost.add("unhold-1")
+
+    async def main() -> tuple[Any, list[str]]:
+        ledger: Any = (AsyncLedger if is_async else Ledger)(MemoryStore(), clock=FrozenClock())
+        cls = AsyncOperation if is_async else Operation
+
+        async def call(value: Any) -> Any:
+            return await value if is_async else value
+
+        book = Effect(key="book-1", kind="post", payload={}, perform=lambda: None,
+                      verify=Absent, policy=POLICY)  # fmt: skip
+        steps = [Step("hold", world.effect("hold-1"), "compensatable",
+                      undo=world.effect("unhold-1")),
+                 Step("book", book, "pivot")]  # fmt: skip
+        first = await call(cls(ledger, "op-2", steps).run())
+        assert first.state is OperationState.NEEDS_REVIEW
+        errors = []
+        for step in ("nope", "book"):
+            try:
+                await call(ledger.operations.decide("op-2", "undone_by_hand", by="ana",
+                                                    reason="done", step=step, attempt=1))  # fmt: skip
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        done = await call(ledger.operations.decide("op-2", "undone_by_hand", by="ana",
+                                                   reason="done", step="hold", attempt=1))  # fmt: skip
+        return done, errors
+
+    done, errors = asyncio.run(main())
+    assert errors == [
+        "UsageError: the operation has no step 'nope'",
+        "InvalidTransition: operation op-2: the operation stands at hold, not at book",
+    ]
+    assert done.state is OperationState.COMPENSATED
+    assert (done.decisions[-1].step, done.decisions[-1].attempt) == ("hold", 1)

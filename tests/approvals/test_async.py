@@ -34,8 +34,7 @@ from .conftest import KEYS
 
 
 def public(cls: type) -> set[str]:
-    # mutmut (the facades area's mutation runs) adds its mangled copies of each
-    # method to the class ("xǁIntentsǁrevise__mutmut_1"): they are no names of ours.
+    # "ǁ": the copies mutmut adds beside a mutated method (tests/mutants/areas.py)
     return {n for n in dir(cls) if not n.startswith("_") and "ǁ" not in n}
 
 

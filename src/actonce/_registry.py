@@ -90,9 +90,9 @@ class Registry:
             raise UsageError(
                 f"modules is a comma-separated string of module names, not {modules!r:.60}"
             )
-        names = [m for m in (modules or os.environ.get("ACTONCE_VERIFIERS", "")).split(",") if m]
-        for name in names:
-            module = name.strip()
+        # An empty entry ("a,,b", "a, ,b", a trailing comma) names no module.
+        names = (m.strip() for m in (modules or os.environ.get("ACTONCE_VERIFIERS", "")).split(","))
+        for module in filter(None, names):
             _load(f"verifier module {module!r}", functools.partial(importlib.import_module, module))
         for ep in metadata.entry_points(group="actonce.verifiers"):
             _load(f"verifier entry point {ep.name!r}", ep.load)

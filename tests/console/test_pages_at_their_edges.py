@@ -9,36 +9,50 @@ gave no address.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 from actonce import (
     Absent,
     Confirmed,
     Effect,
+    EffectRecord,
+    Event,
+    EventType,
     Hold,
     HoldKind,
     HoldStatus,
     Intent,
     Ledger,
     Policy,
+    Registry,
     Status,
     Unavailable,
+    Verdict,
     effect_key,
 )
-from actonce.console import Reviewers
+from actonce.console import ConsoleServer, Reviewers, create_app
 from actonce.console._console import Console
-from actonce.console._decide import Seen
+from actonce.console._decide import Seen, verify_once
+from actonce.console._evidence import Folder, folder_view
 from actonce.console._operations import operation_row
+from actonce.console._receipts import receipt_page
 from actonce.console._views import _context, effect_page, queue_page
 from actonce.testing import FrozenClock
 
+from .conftest import CSRF
 from .world import KEYS, World, _hashes, build
 
+BASE = "http://127.0.0.1"
 QUICK = Policy(settle_seconds=0.0, verify_attempts=1, verify_backoff=0.0)
 
 
@@ -161,3 +175,122 @@ def test_a_settled_effect_names_its_result(ledger: Ledger) -> None:
     assert page["result_ref"] == "R-" + "9" * 297 + "…"
     assert page["status_css"] == "s-confirmed" and page["status_words"] == "confirmed"
     assert page["consequences"] == {} and page["operation"] is None
+
+
+def test_a_claimed_effect_has_no_reason_to_show(world: World) -> None:
+    page = effect_page(Console(world.ledger, world.reviewers()), world.keys["claimed"], "ana")
+    assert page["reason"] == "" and page["result_ref"] == "" and page["error"] == ""
+
+
+def test_an_async_verifier_is_awaited(ledger: Ledger) -> None:
+    async def verify(record: EffectRecord) -> Verdict:
+        return Confirmed("ASYNC-1")
+
+    registry = Registry()
+    registry.register("invoice", verify)
+    record = EffectRecord(
+        key="k", kind="invoice", status=Status.UNKNOWN, fence=2, owner="w",
+        lease_expires_at=0.0, payload="{}", payload_hash="h",
+    )  # fmt: skip
+    seen = asyncio.run(verify_once(registry, record, "bo", 5.0, 7.0))
+    assert seen is not None
+    assert (seen.key, seen.fence, seen.reviewer, seen.at, seen.verdict, seen.result_ref) == (
+        "k", 2, "bo", 7.0, "confirmed", "ASYNC-1",
+    )  # fmt: skip
+    assert re.fullmatch(r"confirmed: ASYNC-1 \(1 match\); took \d+\.\d s", seen.words)
+    assert asyncio.run(verify_once(Registry(), record, "bo", 5.0, 7.0)) is None
+
+    def broken(record: EffectRecord) -> Verdict:
+        raise KeyError("gone")
+
+    registry.register("invoice", broken)
+    seen = asyncio.run(verify_once(registry, record, "bo", 5.0, 7.0))
+    assert seen is not None and seen.verdict == "unavailable"
+    assert seen.words.startswith("unavailable: KeyError: 'gone'; took ")
+
+
+def test_an_evidence_folder_says_how_many_requests_were_sent_and_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "ev"
+    folder.mkdir()
+    wire = {"wire": [{"method": "DELETE" * 3, "url": "https://x.example/a?token=SECRET",
+                      "at": 1, "outcome": "o", "took": "t" * 21}, "junk"],
+            "sent": 3, "refused": 2}  # fmt: skip
+    (folder / "wire.json").write_text(json.dumps(wire), encoding="utf-8")
+    (folder / "meta.json").write_text(json.dumps({"k" * 61: True, "done_at": 0}), encoding="utf-8")
+    events = [Event("k", EventType.EVIDENCE, 0.0, 1, data={"evidence": str(folder)}, seq=4)]
+    view = folder_view(events, 4, "ev", ())
+    assert view.files == ("meta.json", "wire.json") and view.problem == ""
+    assert view.sent == "3 sent, 2 refused"
+    assert view.wire == ({"method": "DELETEDEL…", "url": "https://x.example/a?token=[redacted]",
+                          "at": "1", "outcome": "o", "took": "t" * 19 + "…"},)  # fmt: skip
+    assert view.meta == (("done_at", "1970-01-01 00:00:00 UTC"), ("k" * 59 + "…", "True"))
+    (folder / "wire.json").write_text(json.dumps({"wire": []}), encoding="utf-8")
+    assert folder_view(events, 4, "ev", ()).sent == " sent, 0 refused"
+    (folder / "wire.json").write_text("[]", encoding="utf-8")
+    assert folder_view(events, 4, "ev", ()).sent == ""
+    gone = folder_view(events, 5, "other", ())
+    assert gone == Folder(5, "other", (), (), "", (), "the folder is not there (moved, deleted, "
+                          "or outside the evidence roots)")  # fmt: skip
+    outside = folder_view(events, 4, "ev", (tmp_path / "elsewhere",))
+    assert outside.files == () and outside.problem.startswith("the folder is not there")
+    assert folder_view(events, 4, "ev", (tmp_path,)).files == ("meta.json", "wire.json")
+    assert folder_view(events, 4, "ev", (folder,)).files == ("meta.json", "wire.json")
+
+
+def test_a_field_given_twice_even_blank_is_not_a_form(ledger: Ledger) -> None:
+    client = TestClient(create_app(_console(ledger)), base_url=BASE, follow_redirects=False)
+    nonce = CSRF.search(client.get("/login").text)
+    assert nonce
+    body = f"csrf={nonce.group(1)}&name=ana&password=ana-password-1&x=&x="
+    kind = {"content-type": "application/x-www-form-urlencoded", "origin": BASE}
+    answer = client.post("/login", content=body.encode(), headers=kind)
+    assert answer.status_code == 403 and "not a form of this console" in answer.text
+    body = f"csrf={nonce.group(1)}&name=ana&password=ana-password-1&x="
+    assert client.post("/login", content=body.encode(), headers=kind).status_code == 303
+
+
+def test_the_receipt_page_whole(world: World) -> None:
+    page = receipt_page(Console(world.ledger, world.reviewers()), "trip-77")
+    assert page is not None
+    steps = world.ledger.receipt("trip-77").data["steps"]  # type: ignore[union-attr]
+    assert {k: v for k, v in page.items() if k not in ("json", "steps")} == {
+        "id": "trip-77",
+        "link": "trip-77",
+        "state": "complete",
+        "headline": "Operation trip-77 is done.",
+        "lines": [
+            ("What was done", "hold (obj-5); book (obj-6)."),
+            ("Exceptions", "none."),
+            ("What happens next", "Nothing: the operation is done."),
+            ("Who to contact", "the team that runs this agent for you, with the reference "
+                               "trip-77."),
+            ("How we know", "verification found hold (attempt 1); verification found book "
+                            "(attempt 1)."),
+        ],
+    }  # fmt: skip
+    assert [s["ref"] for s in page["steps"]] == [s["key"] for s in steps]
+    assert json.loads(page["json"])["operation_id"] == "trip-77"
+    assert page["json"].startswith('{\n  "approval": null,\n  "approvals": [],\n')
+    assert receipt_page(Console(world.ledger, world.reviewers()), "nope") is None
+
+
+def test_a_flood_of_wrong_names_forgets_only_the_old_windows() -> None:
+    now = [5000.0]
+    reviewers = Reviewers({"ana": _hashes()["ana"]}, clock=lambda: now[0])
+    for _ in range(5):
+        assert not reviewers.check("ana", "wrong", "c")
+    flood = {(f"x{i}", "n"): (0.0, 1) for i in range(100_001)}
+    reviewers._failures.update(flood)
+    now[0] += 10
+    assert not reviewers.check("ana", "ana-password-1", "c")  # still locked: a recent window
+    assert len(reviewers._failures) == 1
+
+
+def test_the_server_thread_is_a_daemon(world: World) -> None:
+    server = ConsoleServer(world.ledger, world.reviewers()).start()
+    try:
+        (thread,) = [t for t in threading.enumerate() if t.name == "actonce-console"]
+        assert thread.daemon
+        assert server.url.startswith("http://127.0.0.1:")
+    finally:
+        server.stop()

@@ -33,6 +33,7 @@ from actonce import (
     HoldStatus,
     Intent,
     Ledger,
+    OperationDecision,
     Policy,
     Registry,
     Status,
@@ -44,8 +45,9 @@ from actonce.console import ConsoleServer, Reviewers, create_app
 from actonce.console._console import Console
 from actonce.console._decide import Seen, verify_once
 from actonce.console._evidence import Folder, folder_view
-from actonce.console._operations import operation_row
+from actonce.console._operations import operation_page, operation_row
 from actonce.console._receipts import receipt_page
+from actonce.console._server import _config
 from actonce.console._views import _context, effect_page, queue_page
 from actonce.testing import FrozenClock
 
@@ -294,3 +296,41 @@ def test_the_server_thread_is_a_daemon(world: World) -> None:
         assert server.url.startswith("http://127.0.0.1:")
     finally:
         server.stop()
+
+
+def test_a_long_reason_and_error_are_cut_at_a_thousand_characters(ledger: Ledger) -> None:
+    def perform() -> None:
+        raise RuntimeError("e" * 1200)
+
+    effect = Effect("long-1", "invoice", {"reference": "R"}, perform, Absent, policy=QUICK)
+    record = ledger.run(effect)
+    page = effect_page(_console(ledger), record.key, "ana")
+    stored = ledger.get(record.key)
+    assert stored is not None and stored.reason is not None and 500 < len(stored.reason) < 1000
+    assert page["reason"] == stored.reason  # the ledger cut the error; the page cuts no more
+    error = ledger.events(record.key)[-1].data["perform"]["error"]
+    assert page["error"] == error
+
+
+def test_the_server_is_configured_quiet_and_quick_to_stop() -> None:
+    config = _config(object())
+    assert (config.ws, config.lifespan, config.access_log, config.server_header) == (
+        "none", "off", False, False,
+    )  # fmt: skip
+    assert config.timeout_graceful_shutdown == 2 and config.log_level == "warning"
+
+
+def test_an_operations_decisions_are_listed_on_its_page(tmp_path: Path) -> None:
+    w = build(tmp_path, clock=FrozenClock())
+    try:
+        console = Console(w.ledger, w.reviewers())
+        op = w.operations["review"]
+        view = w.ledger.operations.get(op)
+        w.ledger.operations.decide(op, OperationDecision.UNDONE_BY_HAND, by="bo",
+                                   reason="voided by phone", attempt=view.attempt)  # fmt: skip
+        page = operation_page(console, op, "ana", {})
+        (row,) = page["op"]["decisions"]
+        assert row == {"n": 1, "at": "2023-11-14 22:13:20 UTC", "what": "Record it undone by hand",
+                       "by": "bo", "reason": "voided by phone", "step": "pay", "attempt": 1}  # fmt: skip
+    finally:
+        w.close()

@@ -19,7 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 import actonce.console as console_package
-from actonce import Ledger
+from actonce import Ledger, Registry
 from actonce.console import Reviewers, Settings, create_app
 from actonce.console import _sessions as sessions_module
 from actonce.console._console import Console
@@ -55,7 +55,7 @@ class Clock:
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
-    led = Ledger.open(str(tmp_path / "ledger.db"), create=True)
+    led = Ledger.open(str(tmp_path / "ledger.db"), create=True, registry=Registry())
     yield led
     led.close()
 

@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 from actonce import (
     Absent,
     Confirmed,
+    DecisionRecord,
     Effect,
     EffectRecord,
     Event,
@@ -44,8 +45,9 @@ from actonce import (
 from actonce.console import ConsoleServer, Reviewers, create_app
 from actonce.console._console import Console
 from actonce.console._decide import Seen, verify_once
+from actonce.console._decide import consequences as decide_consequences
 from actonce.console._evidence import Folder, folder_view
-from actonce.console._operations import operation_page, operation_row
+from actonce.console._operations import _decision, operation_page, operation_row
 from actonce.console._receipts import receipt_page
 from actonce.console._server import _config
 from actonce.console._views import _context, effect_page, queue_page
@@ -334,3 +336,61 @@ def test_an_operations_decisions_are_listed_on_its_page(tmp_path: Path) -> None:
                        "by": "bo", "reason": "voided by phone", "step": "pay", "attempt": 1}  # fmt: skip
     finally:
         w.close()
+
+
+def test_a_decision_about_the_whole_operation_names_no_step() -> None:
+    row = _decision(DecisionRecord(OperationDecision.WITHDRAW, "carol", 0.0, "r" * 501, None, 4, 2))
+    assert row == {"n": 2, "at": "1970-01-01 00:00:00 UTC", "what": "Withdraw", "by": "carol",
+                   "reason": "r" * 499 + "…", "step": "", "attempt": 4}  # fmt: skip
+
+
+def test_only_what_this_attempt_still_holds_is_named_in_the_consequences() -> None:
+    def hold(fence: int, ref: str, status: HoldStatus) -> Hold:
+        return Hold(fence, HoldKind.APPROVAL, ref, Decimal(1), status, 0.0, None)
+
+    record = EffectRecord(
+        key="k", kind="invoice", status=Status.NEEDS_REVIEW, fence=2, owner="w",
+        lease_expires_at=0.0, payload="{}", payload_hash="h", matches=1,
+    )  # fmt: skip
+    holds = [
+        hold(1, "apv-old", HoldStatus.HELD),
+        hold(2, "apv-spent", HoldStatus.CONSUMED),
+        hold(2, "apv-now", HoldStatus.HELD),
+    ]
+    words = decide_consequences(record, holds)
+    assert words["seen"].endswith(" Consumes what its claim holds: the approval apv-now.")
+    assert words["not_found"].endswith(
+        "(attempt 3) by the next run. Releases what its claim holds: the approval apv-now. "
+        "The approval may then authorize the retry."
+    )
+    assert words["duplicate"].endswith(
+        "The key is done. Consumes what its claim holds: the approval apv-now."
+    )
+    budget = Hold(2, HoldKind.BUDGET, "team", Decimal("5"), HoldStatus.HELD, 0.0, None)
+    assert decide_consequences(record, [budget])["abandon"].endswith(
+        "undo it there. Releases what its claim holds: 5 of the budget team."
+    )
+    assert "apv" not in "".join(decide_consequences(record, holds[:2]).values())
+
+
+def test_a_queue_row_says_who_holds_it(world: World) -> None:
+    console = Console(world.ledger, world.reviewers())
+    key = world.keys["needs_review"]
+    console.holds.take(key, "ana")
+    try:
+        rows = queue_page(console, "ana", "review", "", None)["rows"]
+        (row,) = [r for r in rows if r["ref"] == key]
+        until = row["hold"]["until"]
+        assert row["hold"] == {"free": False, "holder": "ana", "until": until, "mine": True,
+                               "here": True}  # fmt: skip
+        assert re.fullmatch(r"\d\d:\d\d:\d\d UTC", until)
+        (theirs,) = [r for r in queue_page(console, "bo", "review", "", None)["rows"]
+                     if r["ref"] == key]  # fmt: skip
+        assert theirs["hold"] == {**row["hold"], "mine": False, "here": True}
+        other = Console(world.ledger, world.reviewers())
+        (seen,) = [r for r in queue_page(other, "ana", "review", "", None)["rows"]
+                   if r["ref"] == key]  # fmt: skip
+        assert seen["hold"] == {**row["hold"], "here": False}  # held through another console
+    finally:
+        console.holds.release(key, "ana")
+    assert console.holds.state(key, "ana").free

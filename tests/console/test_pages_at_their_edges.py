@@ -42,7 +42,7 @@ from actonce import (
     Verdict,
     effect_key,
 )
-from actonce.console import ConsoleServer, Reviewers, create_app
+from actonce.console import ConsoleServer, Reviewers, create_app, key_of, ref_of
 from actonce.console._console import Console
 from actonce.console._decide import Seen, verify_once
 from actonce.console._decide import consequences as decide_consequences
@@ -394,3 +394,19 @@ def test_a_queue_row_says_who_holds_it(world: World) -> None:
     finally:
         console.holds.release(key, "ana")
     assert console.holds.state(key, "ana").free
+
+
+def test_a_key_travels_as_url_safe_base64_without_padding() -> None:
+    for key, ref in ((">>>???", "~Pj4-Pz8_"), ("~a", "~fmE"), ("a b", "~YSBi"), ("é", "~w6k")):
+        assert ref_of(key) == ref and key_of(ref) == key
+    assert ref_of("plain-KEY_1.x@y:z") == "plain-KEY_1.x@y:z"
+    assert ref_of("k" * 512) == "k" * 512 and ref_of("k" * 513).startswith("~")
+    assert key_of("~_w") == "~_w"  # not UTF-8: looked up as it is
+
+
+def test_an_evidence_folders_refused_count_is_cut_at_ten_characters(tmp_path: Path) -> None:
+    (tmp_path / "wire.json").write_text(
+        json.dumps({"wire": [], "sent": "1" * 11, "refused": "2" * 11}), encoding="utf-8"
+    )
+    events = [Event("k", EventType.EVIDENCE, 0.0, 1, data={"evidence": str(tmp_path)}, seq=1)]
+    assert folder_view(events, 1, "x", ()).sent == f"{'1' * 9}… sent, {'2' * 9}… refused"

@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from actonce import Event, EventType, Ledger, Registry
-from actonce.console import ConsoleServer, Reviewers
+from actonce.console import ConsoleServer, Reviewers, write_reviewer
+from actonce.console import _evidence as evidence_module
 from actonce.console._console import Console
+from actonce.console._evidence import folder_view, locate
+from actonce.console._guard import SecurityHeaders
 from actonce.console._holds import ReviewHolds, hold_name
 from actonce.console._server import check_host
 from actonce.console._views import _context
@@ -148,3 +151,61 @@ def test_the_last_refresh_of_facts_is_shown_with_each_facts_freshness(
     odd = Event("k", EventType.FACTS_REFRESHED, 0.0, 1, data={"other": 1})
     assert _context(console, [], [odd], "ana")["refreshed"]["facts"] == []
     assert _context(console, [], [], "ana")["refreshed"] is None
+
+
+def test_unreadable_evidence_files_show_nothing_and_big_ones_are_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "ev"
+    folder.mkdir()
+    (folder / "meta.json").write_text("not json", encoding="utf-8")
+    (folder / "wire.json").write_text('{"wire": ["x", 1], "sent": 0}', encoding="utf-8")
+    (folder / "page.html").write_text("<p>" + "x" * 100 + "</p>", encoding="utf-8")
+    events = [Event("k", EventType.EVIDENCE, 0.0, 1, data={"evidence": str(folder)}, seq=2)]
+    view = folder_view(events, 2, "ev", ())
+    assert view.files == ("page.html", "meta.json", "wire.json")
+    assert (view.meta, view.wire, view.sent) == ((), (), "0 sent, 0 refused")
+    monkeypatch.setattr(evidence_module, "MAX_BYTES", 50)
+    assert locate(events, 2, "page.html", ()) is None
+    assert locate(events, 2, "meta.json", ()) == folder / "meta.json"
+    monkeypatch.setattr(evidence_module, "MAX_BYTES", 107)
+    assert locate(events, 2, "page.html", ()) == folder / "page.html"
+    assert locate(events, 2, "../ev/meta.json", ()) is None
+    assert locate(events, 3, "meta.json", ()) is None
+    gone = [Event("k", EventType.EVIDENCE, 0.0, 1, data={"evidence": str(tmp_path / "no")}, seq=2)]
+    assert locate(gone, 2, "meta.json", ()) is None
+    a_file = [Event("k", EventType.EVIDENCE, 0.0, 1,
+                    data={"evidence": str(folder / "meta.json")}, seq=2)]  # fmt: skip
+    assert locate(a_file, 2, "meta.json", ()) is None
+
+
+def test_a_failed_write_of_the_reviewers_file_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "reviewers"
+
+    def refuse(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.replace", refuse)
+    with pytest.raises(OSError):
+        write_reviewer(path, "ana", "ana-password-1")
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_the_security_headers_leave_other_scopes_alone() -> None:
+    calls: list[tuple[object, object]] = []
+
+    async def inner(scope: object, receive: object, send: object) -> None:
+        calls.append((scope, send))
+
+    async def send(message: object) -> None:
+        return None
+
+    async def receive() -> dict[str, str]:
+        return {}
+
+    middleware = SecurityHeaders(inner)  # type: ignore[arg-type]
+    scope = {"type": "lifespan"}
+    await middleware(scope, receive, send)  # type: ignore[arg-type]
+    assert calls == [(scope, send)]

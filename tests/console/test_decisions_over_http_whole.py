@@ -328,3 +328,31 @@ def test_an_operation_is_held_decided_and_let_go(mine: tuple[World, Console]) ->
     assert console.holds.state(hold_key(op), "ana").free
     (decision,) = w.ledger.operations.get(op).decisions
     assert (decision.by, decision.reason) == ("ana", "fine as it is")
+
+
+def test_the_list_pages_read_their_query(mine: tuple[World, Console]) -> None:
+    w, console = mine
+    c = Reviewer(console, "ana").client
+    refs = re.compile(r'href="/effects/([^"]+)"')
+    books = c.get("/", params={"kind": "  book  "}).text
+    assert refs.findall(books) == [ref_of(w.keys["gated"])]
+    unknown = c.get("/", params={"status": "unknown"}).text
+    assert refs.findall(unknown) == [ref_of(w.keys["unknown"])]
+    everything = refs.findall(c.get("/").text)
+    record = w.ledger.get(w.keys["unknown"])
+    assert record is not None
+    after = c.get("/", params={"after": f"{record.updated_at!r}:{record.key}"}).text
+    assert refs.findall(after) == everything[everything.index(ref_of(record.key)) + 1 :]
+    held = c.get("/approvals", params={"status": "held"}).text
+    assert w.packets["approved"] in held and w.packets["pending-ana"] not in held
+    pending = c.get("/approvals").text
+    assert w.packets["pending-ana"] in pending and w.packets["approved"] not in pending
+    receipts = c.get("/receipts").text
+    assert "trip-77" in receipts
+    assert "trip-77" not in c.get("/receipts", params={"before": "0"}).text
+    packet = c.get(f"/approvals/{w.packets['pending-ana']}")
+    assert packet.status_code == 200 and "buy dinner at Shop for 42 EUR" in packet.text
+    op = c.get(f"/operations/{ref_of(w.operations['review'])}")
+    assert op.status_code == 200 and "the undo of pay was refused: pay still stands" in op.text
+    receipt = c.get("/receipts/trip-77")
+    assert receipt.status_code == 200 and "Operation trip-77 is done." in receipt.text

@@ -62,7 +62,11 @@ QUICK = Policy(settle_seconds=0.0, verify_attempts=1, verify_backoff=0.0)
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
-    led = Ledger.open(str(tmp_path / "l.db"), create=True, clock=FrozenClock(), signing_keys=KEYS)
+    # A registry of its own, not the process's default: kinds registered here stay here.
+    led = Ledger.open(
+        str(tmp_path / "l.db"), create=True, clock=FrozenClock(), signing_keys=KEYS,
+        registry=Registry(),
+    )  # fmt: skip
     yield led
     led.close()
 

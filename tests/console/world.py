@@ -21,6 +21,7 @@ from pathlib import Path
 
 from actonce import (
     Approvals,
+    Clock,
     Effect,
     EffectRecord,
     Fact,
@@ -159,10 +160,12 @@ QUICK = Policy(settle_seconds=0.0, verify_attempts=1, verify_backoff=0.0)
 SLOW_SETTLE = Policy(settle_seconds=600.0, verify_attempts=1, verify_backoff=0.0)
 
 
-def build(root: Path, *, evidence_root: Path | None = None) -> World:
-    """Make the world under ``root``."""
+def build(root: Path, *, evidence_root: Path | None = None, clock: Clock | None = None) -> World:
+    """Make the world under ``root`` (on ``clock``: the system's unless given)."""
     registry = Registry()
-    ledger = Ledger.open(str(root / "ledger.db"), create=True, registry=registry, signing_keys=KEYS)
+    ledger = Ledger.open(
+        str(root / "ledger.db"), create=True, registry=registry, signing_keys=KEYS, clock=clock
+    )
     provider = FakeProvider(str(root / "provider.db"))
     world = World(ledger, provider, registry, root)
 

@@ -134,3 +134,70 @@ def test_an_operator_runs_history_says_its_counts(store: Any) -> None:
             },
         ),
     ]  # fmt: skip
+
+
+def test_decisions_and_receipts_read_back_whole(store: Any) -> None:
+    _life(store)
+    assert store.decisions_of("op-1") == [
+        (1, "retry_undo", "pay", 2, "bob", 1007.0, "card ok"),
+        (2, "abandon", None, 0, "bob", 1008.0, "give up"),
+        (3, "withdraw", None, 0, "system", 1009.0, "trip@v1 superseded by v2"),
+    ]
+    assert store.decisions_of("op-2") == []
+    assert store.receipt_get("op-1") == ("running", "text", "{}", 1006.0)
+    assert store.receipt_get("op-2") is None
+    # the same state and text again: nothing written, no event
+    assert store.receipt_put("op-1", "running", "text", '{"new":1}', NOW + 30, "r-same") is False
+    assert store.receipt_get("op-1") == ("running", "text", "{}", 1006.0)
+    assert [e.run_id for e in store.events("operation:op-1")][-1] == "r-rev"
+    # a new text in the same state is a new receipt
+    assert store.receipt_put("op-1", "running", "text 2", "[]", NOW + 31, "r-new") is True
+    assert store.receipt_get("op-1") == ("running", "text 2", "[]", 1031.0)
+
+
+def _receipts(store: Any) -> None:
+    for i, (op, due) in enumerate(
+        [("b", 50.0), ("a", 50.0), ("c", 10.0), ("d", None), ("e", 70.0)]
+    ):
+        store.operation_put(op, None, "{}", NOW, "r")
+        store.receipt_put(op, "waiting", "t", "{}", NOW + i, "r", due_at=due)
+    store.receipt_put("e", "done", "t", "{}", NOW + 9, "r", due_at=None)
+
+
+def test_operations_due_are_oldest_due_first_up_to_now(store: Any) -> None:
+    _receipts(store)
+    assert store.operations_due(60.0, 10) == ["c", "a", "b"]
+    assert store.operations_due(60.0, 2) == ["c", "a"]
+    assert store.operations_due(50.0, 10) == ["c", "a", "b"]  # due at now is due
+    assert store.operations_due(49.9, 10) == ["c"]
+    assert store.operations_due(9.9, 10) == []
+    assert store.operations_due(1e9, 10) == ["c", "a", "b"]  # "e" has no work due any more
+
+
+def test_operations_in_a_state_and_receipts_newest_first(store: Any) -> None:
+    _receipts(store)
+    assert store.operations_in("waiting", 10) == [
+        ("b", 1000.0), ("a", 1001.0), ("c", 1002.0), ("d", 1003.0),
+    ]  # fmt: skip
+    assert store.operations_in("waiting", 2) == [("b", 1000.0), ("a", 1001.0)]
+    assert store.operations_in("done", 10) == [("e", 1009.0)]
+    assert store.operations_in("running", 10) == []
+    assert store.receipt_list(3, None) == [
+        ("e", "done", "t", "{}", 1009.0),
+        ("d", "waiting", "t", "{}", 1003.0),
+        ("c", "waiting", "t", "{}", 1002.0),
+    ]
+    assert store.receipt_list(10, 1002.0) == [
+        ("a", "waiting", "t", "{}", 1001.0),
+        ("b", "waiting", "t", "{}", 1000.0),
+    ]  # strictly before
+    assert store.receipt_list(10, 1000.0) == []
+
+
+def test_receipts_written_at_one_time_are_listed_by_operation(store: Any) -> None:
+    for op in ("z", "m", "a"):
+        store.operation_put(op, None, "{}", NOW, "r")
+        store.receipt_put(op, "waiting", "t", "{}", NOW, "r", due_at=NOW)
+    assert [r[0] for r in store.receipt_list(10, None)] == ["a", "m", "z"]
+    assert [r[0] for r in store.operations_in("waiting", 10)] == ["a", "m", "z"]
+    assert store.operations_due(NOW, 10) == ["a", "m", "z"]

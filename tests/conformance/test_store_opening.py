@@ -16,7 +16,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from actonce import (
@@ -366,6 +365,8 @@ def test_postgres_creates_a_ledger_only_when_asked(pg_schema: tuple[str, str]) -
 
 
 def test_postgres_refuses_another_applications_schema(pg_schema: tuple[str, str]) -> None:
+    import psycopg
+
     from actonce._rules.secrets import mask_url
 
     dsn, schema = pg_schema
@@ -383,6 +384,8 @@ def test_postgres_refuses_another_applications_schema(pg_schema: tuple[str, str]
 def test_postgres_refuses_an_old_schema_read_only_and_a_corrupt_one(
     pg_schema: tuple[str, str],
 ) -> None:
+    import psycopg
+
     from actonce._rules.secrets import mask_url
 
     dsn, schema = pg_schema

@@ -160,3 +160,18 @@ def test_the_primitives_are_descriptors_on_the_class() -> None:
     assert type(AsyncPostgresStore.intent_get) is _async
     assert type(AsyncPostgresStore.intent_create) is _async_tx
     assert PostgresStore.intent_get.__doc__ == PostgresStore.intent_get.work.__doc__
+
+
+def test_a_memory_stores_failure_hook_fails_the_next_write_once() -> None:
+    store = MemoryStore()
+    assert store.fail_next_write is None
+    boom = RuntimeError("disk on fire")
+    store.fail_next_write = boom
+    assert store.queue_counts()["queued"] == 0  # reads pass the hook by
+    with pytest.raises(RuntimeError) as raised:
+        store.queue_put("mail", "{}", T0)
+    assert raised.value is boom and store.fail_next_write is None
+    assert store.queue_counts()["queued"] == 0
+    assert store.queue_put("mail", "{}", T0) == 1
+    assert (store.path, store.readonly, store.sync_all) == (":memory:", False, False)
+    store.close()

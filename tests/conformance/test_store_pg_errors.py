@@ -120,3 +120,60 @@ def test_an_async_store_whose_pool_is_exhausted_says_it_has_no_connection(
         return seen
 
     assert asyncio.run(go()) == ["no PostgreSQL connection", "no PostgreSQL connection"]
+
+
+def _trigger(dsn: str, schema: str, when: str) -> None:
+    """A trigger on ``pools`` that refuses every insert, at once or at COMMIT."""
+    late = "DEFERRABLE INITIALLY DEFERRED" if when == "commit" else ""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE FUNCTION {schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN RAISE EXCEPTION 'refused at {when}'; END $$"
+        )
+        conn.execute(
+            f"CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON {schema}.pools {late} "
+            f"FOR EACH ROW EXECUTE FUNCTION {schema}.refuse()"
+        )
+
+
+@pytest.mark.parametrize(
+    ("when", "kind", "said"),
+    [
+        ("commit", LedgerOutcomeUnknown, "ledger commit may or may not have happened: refused at commit"),
+        ("once", LedgerUnavailable, "ledger transaction failed: refused at once"),
+    ],
+)  # fmt: skip
+def test_a_transaction_failing_in_its_body_or_at_its_commit(
+    pg_schema: tuple[str, str], when: str, kind: type, said: str
+) -> None:
+    """Refused before COMMIT: surely not written. Refused by COMMIT itself: the
+    store cannot tell (the caller must look before retrying)."""
+    import asyncio
+    from decimal import Decimal
+
+    from actonce import PostgresStore
+    from actonce._rules.budgets import Pool
+    from actonce._store.postgres import AsyncPostgresStore
+
+    dsn, schema = pg_schema
+    store = PostgresStore(dsn, schema=schema, create=True, max_size=1)
+    _trigger(dsn, schema, when)
+    with pytest.raises((LedgerUnavailable, LedgerOutcomeUnknown)) as refused:
+        store.pool_define(Pool("p", Decimal(1)), 1.0, "r")
+    assert type(refused.value) is kind and str(refused.value).splitlines()[0] == said
+    assert store.pool_get("p") is None and store.events("budget:p") == []
+
+    async def go() -> BaseException:
+        other = AsyncPostgresStore(dsn, schema=schema, max_size=1)
+        try:
+            await other.pool_define(Pool("p", Decimal(1)), 1.0, "r")
+        except (LedgerUnavailable, LedgerOutcomeUnknown) as exc:
+            return exc
+        finally:
+            await other.aclose()
+        raise AssertionError("not refused")
+
+    got = asyncio.run(go())
+    assert type(got) is kind and str(got).splitlines()[0] == said
+    assert store.pool_get("p") is None
+    store.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -67,7 +67,12 @@ def parse_url(
     shown = mask_url(url)
     try:
         parts = urlsplit(url)
-        query = parse_qsl(parts.query, keep_blank_values=True)
+        # As libpq reads a URI's query: %XX escapes decoded, "+" kept as "+"
+        # (parse_qsl would read it as a space, and urlencode write a space as "+").
+        query = [
+            (unquote(n, errors="strict"), unquote(v, errors="strict"))
+            for n, _, v in (p.partition("=") for p in parts.query.split("&") if p)
+        ]
     except ValueError as exc:
         raise BadLedgerURL(f"malformed PostgreSQL URL {shown!r}: {exc}") from None
     if parts.scheme.lower() == "postgres":
@@ -91,7 +96,9 @@ def parse_url(
     if schema is not None and not _SCHEMA.match(schema):
         raise BadLedgerURL(f"schema name {schema!r} must be a plain identifier")
     try:
-        params = conninfo_to_dict(urlunsplit(parts._replace(query=urlencode(kept))))
+        params = conninfo_to_dict(
+            urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote)))
+        )
     except (psycopg.Error, ValueError):
         raise BadLedgerURL(f"malformed PostgreSQL URL {shown!r}") from None
     if schema is not None and keep_schema:

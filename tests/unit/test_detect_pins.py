@@ -19,6 +19,8 @@ import pytest
 from actonce._rules.detect import MAYBE, looks_secret, luhn_ok, scrub_values
 from actonce._rules.secrets import scrub_text
 
+pytestmark = pytest.mark.usefixtures("fresh_secret_rules")
+
 R = "[redacted]"
 
 

@@ -25,6 +25,8 @@ from actonce._rules.scrub import (
 )
 from actonce._rules.text import MAX_TEXT, storable, storable_data, world_text
 
+pytestmark = pytest.mark.usefixtures("fresh_secret_rules")
+
 R = "[redacted]"
 
 #: (text, its stored form): each holds one cue of the quick test and no other.

@@ -23,6 +23,8 @@ from actonce._rules.detect import MAYBE, scrub_values
 from actonce._rules.scrub import maybe_secret, scrub_stored
 from actonce._rules.secrets import scrub_text
 
+pytestmark = pytest.mark.usefixtures("fresh_secret_rules")
+
 LABELLED = [
     ("cvn 123", "cvn [redacted]"),
     ("CVN: 1234 ok", "CVN: [redacted] ok"),

@@ -30,6 +30,8 @@ from actonce._rules.secrets import (
     words,
 )
 
+pytestmark = pytest.mark.usefixtures("fresh_secret_rules")
+
 R = "[redacted]"
 
 

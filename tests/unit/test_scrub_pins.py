@@ -214,6 +214,15 @@ def test_a_text_with_no_cue_is_not_scrubbed_in_json() -> None:
         ('{"a": "password=x"', '{"a": "password=[redacted]"'),  # not closed: text
         ('"password=x"}', '"password=[redacted]"}'),
         ("password=abc", f"password={R}"),
+        # JSON only from its first character to its last: around blanks, text
+        ('["Cookie", "a=1"] ', f'["Cookie", "{R}"] '),
+        (' ["Cookie", "a=1"]', f' ["Cookie", "{R}"]'),
+        ('{"password": "x"} ', f'{{"password": "{R}"}} '),
+        ('\n{"password": "x"}', f'\n{{"password": "{R}"}}'),
+        ('["Cookie", "a=1"', f'["Cookie", "{R}"'),
+        ('"Cookie", "a=1"]', f'"Cookie", "{R}"]'),
+        ('{"password": "x"]', f'{{"password": "{R}"]'),
+        ('["password", "x"}', f'["password", "{R}"}}'),
     ],
 )
 def test_a_stored_text_is_scrubbed_as_json_when_it_is_json(text: str, stored: str) -> None:
@@ -419,3 +428,11 @@ def test_event_data_scrubs_the_known_values_at_every_depth() -> None:
         "c": 5,
     }
     assert storable_data(iter(()), ["abcd"]) != ""  # any object becomes its text
+
+
+def test_any_other_object_becomes_its_scrubbed_text_cut_at_500() -> None:
+    assert storable_data(b"x" * 497) == "b'" + "x" * 497 + "'"  # 500 characters
+    assert storable_data(b"x" * 498) == "b'" + "x" * 497 + "…"
+    assert storable_data(b"x" * 600) == "b'" + "x" * 497 + "…"
+    assert storable_data(b"token=abc", ["abcd"]) == f"b'token={R}'"
+    assert storable_data({1, 2}) == "{1, 2}"

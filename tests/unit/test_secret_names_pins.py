@@ -320,6 +320,9 @@ def test_redact_with_a_key_fingerprints_each_secret_value() -> None:
         ("Bearer abcd", ("Bearer abcd", "abcd")),
         ("basic abcd", ("basic abcd", "abcd")),
         ("TOKEN abcd", ("TOKEN abcd", "abcd")),
+        ("Bearer abcd efgh", ("Bearer abcd efgh", "abcd efgh")),  # all after the first blank
+        ("Bearer  abcd", ("Bearer  abcd", " abcd")),
+        ("x Bearer abcd", ("x Bearer abcd",)),  # the word comes first or not at all
         ("Bearer abc", ("Bearer abc",)),  # the credential alone is too short
         ("Other abcd", ("Other abcd",)),
         ("Bearer ", ("Bearer ",)),

@@ -451,3 +451,24 @@ def test_known_values_go_first_longest_first_and_only_from_four_characters() -> 
     assert scrub_text("", ["abcd"]) == ""
     assert scrub_text("see https://h.example/?x=abcd", ["abcd"]) == f"see https://h.example/?x={R}"
     assert scrub_text("see https://h.example/?token=x y") == f"see https://h.example/?token={R} y"
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("('Authorization', '[redacted] x')", "('Authorization', '[redacted] x')"),
+        ("('Cookie', '[redacted]x')", "('Cookie', '[redacted]x')"),
+        ("('Cookie', '[redacte')", f"('Cookie', '{R}')"),  # not the mark
+        ('password="[redacted] x"', 'password="[redacted] x"'),
+        ("password='[redacted]x'", "password='[redacted]x'"),
+        ("password=[redacted]x", "password=[redacted]x"),
+        ("password=[redacte", f"password={R}"),
+        ("Cookie: [redacted] more", "Cookie: [redacted] more"),
+        ("Cookie: [redacted", "Cookie: [redacted"),
+        ("token is %5Bredacted%5Dx", "token is %5Bredacted%5Dx"),
+    ],
+)
+def test_a_value_that_begins_with_the_mark_was_scrubbed_already_and_is_kept(
+    text: str, scrubbed: str
+) -> None:
+    assert scrub_text(text) == scrubbed

@@ -95,3 +95,25 @@ def ledger(
     facade = Facade(cls(store, clock=clock, registry=registry))
     yield facade
     facade.close()
+
+
+@pytest.fixture
+def fresh_secret_rules() -> Iterator[None]:
+    """The secret rules' caches emptied before and after a test.
+
+    The name rule and the stored-text rules remember their answers
+    (``lru_cache``): without this, a test would judge what an earlier test
+    left in the cache, not the rules; under mutmut, whose forked run of a
+    mutant inherits the caches of its clean run, a mutant of a cached rule
+    would survive every test that asks what the clean run asked.
+    """
+    from actonce._rules import scrub, secrets
+
+    def clear() -> None:
+        secrets._is_secret_name.cache_clear()
+        scrub._maybe_short.cache_clear()
+        scrub._scrub_cached.cache_clear()
+
+    clear()
+    yield
+    clear()

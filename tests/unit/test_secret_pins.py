@@ -21,6 +21,8 @@ from actonce import FingerprintKey, UsageError
 from actonce._rules.secrets import check_secret_fields, redact, scrub_text, scrub_url
 from actonce._rules.text import storable_data, world_text
 
+pytestmark = pytest.mark.usefixtures("fresh_secret_rules")
+
 
 @pytest.mark.parametrize(
     ("text", "scrubbed"),

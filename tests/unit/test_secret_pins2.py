@@ -21,6 +21,8 @@ from actonce import FingerprintKey, UsageError
 from actonce._rules.secrets import check_secret_fields, redact, scrub_text, scrub_url, words
 from actonce._rules.text import storable_data
 
+pytestmark = pytest.mark.usefixtures("fresh_secret_rules")
+
 
 def test_the_values_inside_a_secret_mapping_are_remembered_for_scrubbing() -> None:
     redaction = redact({"credentials": {"user": "ana-user", "pw": "p4ss-w0rd"}})

@@ -34,8 +34,9 @@ REDACTED = "[redacted]"  # the same text as secrets.REDACTED (secrets imports th
 
 #: Any text a detector below could change contains one of these.
 MAYBE = re.compile(
-    r"\d[\d -]{11,}\d|cvv|cvc|ccv|csc|security code|card code|cookie|pass|pwd|secret|session"
-    r"|sid|pin|otp|credential|token|api|auth|bearer|@",
+    r"\d[\d -]{11,}\d|cvv|cvc|cvn|ccv|csc|security code|card code|card verification|cookie|pass"
+    r"|pwd|secret|session|sid|pin|otp|credential|token|api|auth|bearer|reply code"
+    r"|one[ -]time code|@",
     re.IGNORECASE,
 )
 
@@ -112,7 +113,8 @@ def looks_secret(label: str, value: str) -> bool:
 
 def _phrase(m: re.Match[str]) -> str:
     value = m.group("value")
-    if not m.group("link") or not looks_secret(m.group("label"), value):
+    word = m.string[m.start("label") : m.start("link")]  # "PIN is 4821": the word is "PIN"
+    if not m.group("link") or not looks_secret(word, value):
         return m.group(0)
     kept = value[len(value.rstrip(_TRAILING)) :]
     return f"{m.group('label')}{REDACTED}{kept}"

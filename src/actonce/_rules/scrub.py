@@ -40,20 +40,22 @@ __all__ = ["CUES", "maybe_secret", "scrub_json", "scrub_params", "scrub_stored",
 #: payloads are written again on every transition of an effect).
 _CACHED = 16_384
 _JSON_TEXT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-#: Every text a rule could change holds one of these, lower-cased (a secret
-#: name's words, a detector's cue, a URL's userinfo) or a long run of digits;
+#: Every text a rule could change holds one of these, lower-cased, as it is or
+#: with its letters and digits joined (a secret name's words, whatever parts
+#: them: ``one-time``, ``cc.num``, ``keyMaterial``; a detector's cue; a URL's
+#: userinfo), or a long run of digits;
 #: most stored texts (keys, statuses, events' data) hold none and are kept
 #: without a parse. tests/hardening/test_secrets.py checks it is never wrong.
 CUES = (
     "pass", "pw", "secret", "token", "cookie", "session", "sid", "csrf", "xsrf", "auth",
     "bearer", "basic", "jwt", "eyj", "otp", "pin", "cvv", "cvc", "cvn", "ccv", "csc", "pan",
     "card", "api", "private", "access", "signing", "encryption", "security", "verification",
-    "reply", "onetime", "one time", "one_time", "one-time", "credit", "debit", "ccn", "cc_n",
-    "cc n", "cc-n", "sort", "social", "signature", "ssn", "iban", "key_material", "credential",
-    "@",
+    "reply", "onetime", "ccn", "sort", "social", "signature", "ssn", "iban", "keymaterial",
+    "credential", "@",
 )  # fmt: skip
 _DIGITS = re.compile(r"\d[\d -]{11,}\d")
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 
 
 def maybe_secret(text: str) -> bool:
@@ -64,6 +66,11 @@ def maybe_secret(text: str) -> bool:
 def _maybe(text: str) -> bool:
     low = text.lower()
     if any(cue in low for cue in CUES):
+        return True
+    # A name's words may be parted by any mark ("cc.number", "one time", "p-in"): the
+    # name rules join them (secrets.words), so the cues are looked for joined too.
+    joined = _NOT_ALNUM.sub("", text).lower()
+    if len(joined) < len(low) and any(cue in joined for cue in CUES):
         return True
     return len(text) - len(text.translate(_NO_DIGITS)) >= 13 and _DIGITS.search(text) is not None
 

@@ -567,7 +567,7 @@ def answer_code(
         )
     why = "no packet of yours has this reply code"
     if packet_id is not None:
-        why = f"this is not the reply code of {packet_id} for {by}"
+        why = f"this is not {by}'s reply code for {packet_id}"  # no secret word right before an id
     yield _note("codes", EventType.APPROVAL_REFUSED, tick, run_id, why, by=by, via="code")
     return ap.AnswerResult(ap.Answered.REFUSED, ap.ApprovalStatus.PENDING, why)
 

@@ -195,7 +195,7 @@ def test_a_wrong_reply_code_says_whose_and_which() -> None:
         "refused", "pending", "no packet of yours has this reply code",
     )  # fmt: skip
     got = ledger.approvals.answer_code(req.code, "approve", by="ana", packet_id="other")
-    assert got.reason == "this is not the reply code of other for ana"
+    assert got.reason == "this is not ana's reply code for other"
     got = ledger.approvals.answer_code(req.code, "approve", by="bo")
     assert got.reason == "no packet of yours has this reply code"
     assert ledger.approvals.get(pid).status.value == "pending"

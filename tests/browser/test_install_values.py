@@ -35,7 +35,11 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A machine with no Chromium anywhere: an empty PATH folder, no Playwright download."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    monkeypatch.delenv("ACTONCE_CHROMIUM", raising=False)
+    # ensure_chromium exports what it finds: set first, so that the teardown restores
+    # the real value (a bare delenv of an unset variable records nothing to undo, and
+    # the next test's Browser() then launched the stand-in script).
+    monkeypatch.setenv("ACTONCE_CHROMIUM", "unset by this fixture")
+    monkeypatch.delenv("ACTONCE_CHROMIUM")
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "pw"))
     monkeypatch.setenv("PATH", str(bin_))
     return bin_

@@ -277,6 +277,7 @@ def test_a_persistent_profile_keeps_one_firewall_for_one_actor(
         again = browser.new_session(base, "alice", ledger=ledger)  # the same actor: fine
         walls = (first.async_session.firewall, again.async_session.firewall)
         assert walls[0] is not None and walls[0] is walls[1] and walls[0].actor == "alice"
+        assert walls[0].problems == [], "a profile's context blocks service workers too"
         with pytest.raises(UsageError, match="one actor's"):
             browser.new_session(base, "bob", ledger=ledger)
         with pytest.raises(UsageError, match="cannot turn it off"):

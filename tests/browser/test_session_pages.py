@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from actonce import HardStop
+from actonce import HardStop, UsageError
 from actonce.browser import (
     Browser,
     BrowserSession,
@@ -208,3 +208,29 @@ def test_a_wall_that_answers_the_submit_stops_the_run(
         "login wall is visible answered the submit; invoice: no confirmation after the click: "
     )
     assert caught.value.details["sent"] == 1  # type: ignore[attr-defined]
+
+
+def test_the_firewall_is_on_for_a_ledgers_session_unless_turned_off(
+    browser: Browser, base: str
+) -> None:
+    from actonce import RequestPattern, open_ledger
+
+    login = RequestPattern("POST", "/login", origin=base)
+    with pytest.raises(UsageError, match=r"^allow= is the firewall's allowlist: the firewall is"):
+        browser.new_session(base, "alice", allow=[login])
+    with open_ledger("memory://") as ledger:
+        made = [
+            browser.new_session(base, "alice", ledger=ledger, allow=[login]),
+            browser.new_session(base, "alice", ledger=ledger, firewall=False),
+            browser.new_session(base, "alice", firewall=True),
+            browser.new_session(base, "alice"),
+        ]
+        try:
+            on, off, bare, plain = (s.firewall for s in made)
+            assert on is not None and (on.actor, on.allow, on.problems) == ("alice", (login,), [])
+            assert off is None and plain is None
+            assert bare is not None and bare.allow == () and bare._inner._recorder is None
+            assert on._inner._recorder is not None, "refusals go to the ledger"
+        finally:
+            for s in made:
+                s.close()

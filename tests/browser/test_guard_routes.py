@@ -223,7 +223,7 @@ async def test_safe_methods_other_schemes_and_a_closed_guard_fall_back_unrecorde
 
 
 async def test_the_first_request_is_fetched_once_and_its_answer_handed_to_the_page() -> None:
-    guard = _guard()
+    guard = _guard(started=time.monotonic() - 1000.0)  # a perform begun 1000 s ago
     assert not guard.window.declares
     route = await _handle(guard, _Route(_Request("post", ORIGIN + "/compose?x=1#f"), 303))
     assert route.fetched["max_redirects"] == 0 and route.fetched["max_retries"] == 0
@@ -232,7 +232,8 @@ async def test_the_first_request_is_fetched_once_and_its_answer_handed_to_the_pa
     assert what == "fulfill" and kwargs["response"].status == 303
     [record] = guard.records
     assert (record.method, record.url, record.outcome) == ("POST", ORIGIN + "/compose", 303)
-    assert record.took is not None and record.took >= 0
+    assert 999.0 < record.at < 1100.0, "seconds since the perform started"
+    assert record.took is not None and 0 <= record.took < 100.0, "from the request to its answer"
     assert (guard.sent, guard.refused) == (1, 0)
     assert guard.seen.is_set() and guard.settled.is_set()
     assert not guard.failed.is_set() and not guard.broken.is_set()
@@ -254,6 +255,7 @@ async def test_a_repeat_is_refused_never_sent_and_does_not_break_the_submit() ->
     await _handle(guard, _Route(_Request("POST", ORIGIN + "/compose")))
     again = await _handle(guard, _Route(_Request("POST", ORIGIN + "/compose"), 500))
     assert again.did == [("abort", "blockedbyclient")] and again.fetched == {}
+    assert not guard.failed.is_set(), "a refusal is no sent request without an answer"
     assert guard.records[1].outcome == "refused: second mutating request"
     assert guard.records[1].took is not None
     assert (guard.sent, guard.refused) == (1, 1)
@@ -384,6 +386,7 @@ async def test_closing_the_window_times_out_the_request_in_flight() -> None:
     await asyncio.sleep(0)
     assert guard.seen.is_set() and not guard.settled.is_set()
     await guard.close()
+    assert route.did == [("abort", "timedout")], "close() waits for the handlers it ended"
     await task
     assert never.cancelled()
     assert route.did == [("abort", "timedout")]
@@ -625,3 +628,33 @@ async def test_refusals_reach_an_async_ledger_and_a_sync_one() -> None:
 async def test_the_async_firewall_wants_an_async_context() -> None:
     with pytest.raises(UsageError, match=r"^firewall\(\) guards a Playwright async-API"):
         await firewall(_Context(), None, actor="ana")  # type: ignore[arg-type]
+
+
+# --- what a perform's wire says about its submit ------------------------------------------
+
+
+async def test_a_perform_doubts_a_declared_submit_its_wire_did_not_complete() -> None:
+    from actonce.browser import AsyncEffect
+
+    notes = (RequestPattern("POST", "/notes"), RequestPattern("POST", "/notes/{id}/publish"))
+    clean = _guard(declared=notes)
+    await _handle(clean, _Route(_Request("POST", ORIGIN + "/notes"), 201))
+    await _handle(clean, _Route(_Request("POST", ORIGIN + "/notes/1/publish"), 200))
+    assert AsyncEffect._doubt_of(clean) is None
+    lost = _guard(declared=notes)
+    await _handle(lost, _Route(_Request("POST", ORIGIN + "/notes"), PlaywrightError("ECONNRESET")))
+    assert AsyncEffect._doubt_of(lost) == (
+        "never sent: POST /notes/{id}/publish; a declared request got no answer (connection reset)"
+    )
+    last = _guard(declared=notes)
+    await _handle(last, _Route(_Request("POST", ORIGIN + "/notes"), 201))
+    await _handle(
+        last,
+        _Route(_Request("POST", ORIGIN + "/notes/1/publish"), PlaywrightError("socket hang up")),
+    )
+    assert AsyncEffect._doubt_of(last) == (
+        "a declared request got no answer (no response: connection closed)"
+    )
+    default = _guard()
+    await _handle(default, _Route(_Request("POST", ORIGIN + "/x"), PlaywrightError("ECONNRESET")))
+    assert AsyncEffect._doubt_of(default) is None, "undeclared: the page's confirmation decides"

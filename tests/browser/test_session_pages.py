@@ -17,6 +17,7 @@ import pytest
 from actonce import HardStop, UsageError
 from actonce.browser import (
     Browser,
+    BrowserError,
     BrowserSession,
     NotPerformed,
     PageUnavailable,
@@ -234,3 +235,36 @@ def test_the_firewall_is_on_for_a_ledgers_session_unless_turned_off(
         finally:
             for s in made:
                 s.close()
+
+
+def test_a_chromium_that_will_not_start_says_which_and_leaves_no_thread() -> None:
+    import threading
+
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(BrowserError) as caught:
+        Browser(executable_path="/bin/true")
+    assert str(caught.value).startswith("could not launch /bin/true: ")
+    left = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+    assert [t.name for t in left if t.name == "actonce-browser"] == [], "its loop thread ended"
+
+
+def _loop_threads() -> set[int | None]:
+    import threading
+
+    return {t.ident for t in threading.enumerate() if t.name == "actonce-browser"}
+
+
+def test_launching_a_session_for_a_bad_origin_closes_its_private_browser() -> None:
+    before = _loop_threads()
+    with pytest.raises(UsageError, match=r"^origin must be http\(s\)://host\[:port\], not 'x'$"):
+        BrowserSession.launch("x", "alice")
+    assert _loop_threads() <= before, "the private Chromium and its loop thread are closed"
+
+
+def test_a_launched_session_owns_its_browser(base: str, tmp_path: Any) -> None:
+    with BrowserSession.launch(base, "alice", evidence_dir=tmp_path, timeout=20.0) as session:
+        owner = session._owner
+        assert owner is not None and session.async_session.timeout == 20.0
+        session.login(SEED_USERS["alice"])
+        assert session.whoami() == "alice"
+    assert session._owner is None and owner._closed, "closing the session closed its Chromium"

@@ -235,6 +235,8 @@ def test_the_firewall_is_on_for_a_ledgers_session_unless_turned_off(
         finally:
             for s in made:
                 s.close()
+        assert all(s.async_session.page.is_closed() for s in made), "each closed its context"
+        assert all(s.async_session._owned is None for s in made)
 
 
 def test_a_chromium_that_will_not_start_says_which_and_leaves_no_thread() -> None:

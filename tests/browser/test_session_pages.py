@@ -110,6 +110,14 @@ def test_login_signs_in_and_a_wrong_password_is_a_hard_stop(new_session: Session
     session = new_session("alice", login=False)
     session.login(SEED_USERS["alice"], remember=True)
     assert session.whoami() == "alice"
+
+    async def expiries(s: AsyncBrowserSession) -> list[float]:
+        return [c.get("expires", -1) for c in await s.page.context.cookies()]
+
+    assert all(e > 0 for e in session.run(expiries)), "kept signed in: a persistent cookie"
+    once = new_session("alice", login=False)
+    once.login(SEED_USERS["alice"])
+    assert all(e == -1 for e in once.run(expiries)), "by default a session cookie"
     session.preflight()
     other = new_session("alice", login=False)
     with pytest.raises(HardStop, match=r"^login wall is visible$"):

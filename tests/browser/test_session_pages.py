@@ -278,3 +278,14 @@ def test_a_launched_session_owns_its_browser(base: str, tmp_path: Any) -> None:
         session.login(SEED_USERS["alice"])
         assert session.whoami() == "alice"
     assert session._owner is None and owner._closed, "closing the session closed its Chromium"
+
+
+def test_a_browsers_sessions_keep_evidence_under_its_root(base: str, tmp_path: Any) -> None:
+    with Browser(evidence_root=tmp_path / "root") as browser:
+        session = browser.new_session(base, "alice")
+        try:
+            folder = session.evidence_dir
+            assert folder.parent == tmp_path / "root" and "alice" in folder.name
+        finally:
+            session.close()
+        browser.close()  # a second close (the with's) does nothing

@@ -47,9 +47,9 @@ def _trip(ceiling: int = TOTAL, ref: str = "page-trip@v1") -> Trip:
     return Trip(ref, "harbor-double", "2030-05-01", 2, 1, ceiling, "carol@example.com")
 
 
-def _read(session: BrowserSession, what: Callable[..., Any], *args: Any) -> Any:
+def _read(session: BrowserSession, what: Callable[..., Any], *args: Any, **kw: Any) -> Any:
     async def read(s: AsyncBrowserSession) -> Any:
-        return await what(s, *args)
+        return await what(s, *args, **kw)
 
     return session.run(read)
 
@@ -88,6 +88,8 @@ def test_the_confirmation_is_sent_once_to_the_recipient_and_the_booked_hold_stay
     _booked(session, trip)
     [booking] = _read(session, trip_bookings, trip)
     assert booking["status"] == "confirmed"
+    for path, key in (("holds", "page-hold"), ("payments", "page-pay"), ("bookings", "page-book")):
+        assert len(_read(session, lookup, f"/api/book/{path}", idempotency_key=key)) == 1, path
     assert notify.verify() == Absent(), "booked, but no message sent yet"
     notify.perform()
     url = f"{base}/book/outbox#{booking['reference']}-confirmation"
@@ -213,3 +215,18 @@ def test_the_lookups_answer_json_none_or_say_why_not(
     )
     verdict = signed_out.effect(HoldEffect("alice", _trip())).verify()
     assert isinstance(verdict, Unavailable) and "HTTP 401" in verdict.reason
+
+
+def test_a_shop_item_is_held_without_date_or_nights(new_session: SessionFactory, base: str) -> None:
+    session = new_session("alice")
+    item = Trip("page-item@v1", "umbrella", qty=2, ceiling=3000)
+    hold = session.effect(HoldEffect("alice", item, "page-item-hold"))
+    details = hold.perform()
+    assert details["sent"] == 1
+    url = f"{base}/book/holds/1"
+    assert hold.verify() == Confirmed(url, count=1, refs=(url,))
+    [record] = _read(session, trip_holds, item)
+    assert (record["qty"], record["date"], record["amount"]) == (2, "", 3000)
+    keyed = _read(session, lookup, "/api/book/holds", idempotency_key="page-item-hold")
+    assert [h["id"] for h in keyed] == [1], "the form carried the provider key"
+    assert _read(session, lookup, "/api/book/holds", idempotency_key="other") == []

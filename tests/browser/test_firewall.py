@@ -285,3 +285,32 @@ def test_a_persistent_profile_keeps_one_firewall_for_one_actor(
         other = RequestPattern("POST", "/compose", origin=base)
         with pytest.raises(UsageError, match="allowlist of its first session"):
             browser.new_session(base, "alice", ledger=ledger, allow=[other])
+
+
+def test_an_incomplete_submit_is_unknown_in_whole_words(
+    browser: Browser, base: str, ledger: Ledger
+) -> None:
+    from actonce import Unavailable
+    from actonce.browser import OutcomeUnknown
+
+    session = agent_session(browser, base, ledger)
+    effect = session.effect(UndeclaredPublish("alice", "Whole words"))
+    with pytest.raises(OutcomeUnknown) as caught:
+        effect.perform()
+    refused = f"refused POST {base}/notes/1/publish (undeclared request)"
+    assert str(caught.value) == f"note: the submit is incomplete: {refused}"
+    assert caught.value.details["sent"] == 1  # type: ignore[attr-defined]
+    assert effect.verify() == Unavailable(f"cannot confirm: the submit is incomplete: {refused}")
+    assert effect.verify() == Unavailable(f"cannot confirm: the submit is incomplete: {refused}")
+    httpx.post(
+        base + "/admin/faults",
+        json={"rules": [{"action": "note.publish", "fault": "lost_response", "mode": "close"}]},
+    ).raise_for_status()
+    lost = session.effect(NoteEffect("alice", "Lost publish"))
+    with pytest.raises(OutcomeUnknown) as unanswered:
+        lost.perform()
+    failed = "a declared request got no answer (no response: connection closed)"
+    assert str(unanswered.value) == (
+        f"note: the submit is incomplete: {failed}; note: no confirmation after the click: "
+        "the submit got no answer (no response: connection closed)"
+    )

@@ -230,3 +230,16 @@ def test_a_shop_item_is_held_without_date_or_nights(new_session: SessionFactory,
     keyed = _read(session, lookup, "/api/book/holds", idempotency_key="page-item-hold")
     assert [h["id"] for h in keyed] == [1], "the form carried the provider key"
     assert _read(session, lookup, "/api/book/holds", idempotency_key="other") == []
+
+
+def test_a_signed_out_session_pauses_the_payments_refresh(new_session: SessionFactory) -> None:
+    from actonce import Intent, Ledger
+    from actonce.browser import booking_steps
+    from actonce.testing import FrozenClock, MemoryStore
+
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    intent = ledger.intents.put(Intent("page-trip", "booking", user="alice"))
+    session = new_session("alice", login=False)
+    steps = booking_steps(session, _trip(), intent, tenant="t", approval="packet-1")
+    refresh = steps[1].effect.refresh
+    assert refresh is not None and refresh() == {"session": False}

@@ -289,3 +289,33 @@ def test_a_browsers_sessions_keep_evidence_under_its_root(base: str, tmp_path: A
         finally:
             session.close()
         browser.close()  # a second close (the with's) does nothing
+
+
+class _Checked(_Probe):
+    """A precondition that answers as told, or fails on the page."""
+
+    def __init__(self, answer: bool | None) -> None:
+        super().__init__()
+        self.answer = answer
+
+    async def precondition(self, session: AsyncBrowserSession) -> bool:
+        await session.goto("/compose")
+        if self.answer is None:
+            await session.page.locator("#no-such-thing").click(timeout=50)
+        return bool(self.answer)
+
+
+def test_a_precondition_is_the_sites_answer_after_a_preflight(
+    new_session: SessionFactory,
+) -> None:
+    session = new_session("alice")
+    assert session.effect(_Checked(True)).precondition() is True
+    assert session.effect(_Checked(False)).precondition() is False
+    with pytest.raises(PageUnavailable) as caught:
+        session.effect(_Checked(None)).precondition()
+    assert str(caught.value).startswith("TimeoutError: ")
+    held = [True]
+    leased = new_session("alice", lease_ok=lambda: held[0])
+    held[0] = False
+    with pytest.raises(HardStop, match=r"^the worker no longer holds its lease$"):
+        leased.effect(_Checked(True)).precondition()

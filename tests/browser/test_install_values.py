@@ -180,7 +180,8 @@ def test_playwrights_download_is_tried_first_and_said(
         "no Chromium found: trying Playwright's download (playwright install chromium) ..."
     )
     assert lines[1].startswith(f"installed Chromium 7 at {chrome} with Playwright's download (")
-    assert lines[1].endswith(" s)") and len(lines) == 2
+    took = lines[1].rsplit("(", 1)[1]
+    assert took.endswith(" s)") and took[:-3].isdigit() and len(lines) == 2, lines
     assert os.environ["ACTONCE_CHROMIUM"] == str(chrome)
 
 
@@ -260,3 +261,25 @@ def test_root_is_an_effective_user_id_of_zero(monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_sh_the_scripts_use_is_there() -> None:
     assert shutil.which("sh", path="/bin") == SH
+
+
+def test_apt_get_as_root_installs_it_and_says_how_long(
+    bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _script(bare / "playwright", "exit 1\n")
+    chrome = bare / "chromium"
+    body = f'case "$1" in install) printf \'#!{SH}\\necho "Chromium 9"\\n\' > {chrome}\n'
+    body += (
+        f"  {shutil.which('chmod', path='/usr/bin:/bin') or '/bin/chmod'} 755 {chrome} ;; esac\n"
+    )
+    _script(bare / "apt-get", body)
+    monkeypatch.setattr(install, "_is_root", lambda: True)
+    lines: list[str] = []
+    got = ensure_chromium(lines.append)
+    assert got == Obtained(str(chrome), "Chromium 9", "apt-get")
+    assert lines[-1].startswith(
+        f"installed Chromium 9 at {chrome} with `apt-get install -y chromium` ("
+    )
+    took = lines[-1].rsplit("(", 1)[1]
+    assert took.endswith(" s)") and took[:-3].isdigit(), lines[-1]
+    assert os.environ["ACTONCE_CHROMIUM"] == str(chrome)

@@ -527,3 +527,31 @@ def test_verify_and_evidence_go_to_the_last_submit_or_a_fresh_binding() -> None:
         ("perform", "hold"),
         ("evidence", "after"),
     ]
+
+
+def test_the_booking_operation_carries_the_approval_and_every_option() -> None:
+    from actonce.browser import booking_operation
+
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    intent = ledger.intents.put(Intent("trip-7", "booking", user="ana"))
+    op = booking_operation(
+        ledger,
+        _Scripted(),
+        TRIP,
+        intent.ref,
+        tenant="t",  # type: ignore[arg-type]
+        approval="packet-2",
+        amount=Decimal("240.00"),
+        pay_attempts=4,
+        notify_attempts=5,
+    )
+    plan = op.plan
+    assert (plan.op_id, plan.intent, plan.approval) == ("booking:trip-7@v1", intent.ref, "packet-2")
+    assert [s.max_attempts for s in plan.steps] == [2, 4, 1, 5]
+    gate = plan.steps[1].plan.gate
+    assert gate is not None and (gate.approval, gate.amount) == ("packet-2", Decimal("240.00"))
+    assert plan.steps[1].plan.has_refresh, "an approved payment refreshes its total"
+    assert plan.steps[0].plan.scope == (
+        '{"actor":"ana","intent_version":1,"kind":"hold","object":"trip-7",'
+        '"operation":"commit","tenant":"t"}'
+    )

@@ -10,7 +10,9 @@ at a time (the sandbox is reset per test by ``base``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -243,3 +245,55 @@ def test_a_signed_out_session_pauses_the_payments_refresh(new_session: SessionFa
     steps = booking_steps(session, _trip(), intent, tenant="t", approval="packet-1")
     refresh = steps[1].effect.refresh
     assert refresh is not None and refresh() == {"session": False}
+
+
+class _Provider(BaseHTTPRequestHandler):
+    """A provider whose lookups answer by path: /403, /404, /302, /html ..."""
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        status = {"/403": 403, "/404": 404, "/302": 302, "/html404": 404, "/502": 502}.get(
+            path, 200
+        )
+        body = b"<html>no json</html>" if path in ("/html", "/html404") else b'{"ok": 1}'
+        self.send_response(status)
+        if status == 302:
+            self.send_header("Location", "/login")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+def test_a_lookups_status_decides_its_answer(browser: Any, tmp_path: Any) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Provider)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    session = browser.new_session(origin, "alice", evidence_dir=tmp_path, timeout=10.0)
+    try:
+        assert _read(session, lookup, "/json", client_ref="a b") == {"ok": 1}
+        assert _read(session, lookup, "/404") is None
+        with pytest.raises(SignedOut) as caught:
+            _read(session, lookup, "/403")
+        assert caught.value.reason == "the provider refused the lookup /403 (HTTP 403: signed out?)"
+        for path, why in (
+            ("/302", "lookup /302 answered HTTP 302"),
+            ("/502", "lookup /502 answered HTTP 502"),
+            ("/html", "lookup /html answered no JSON"),
+            ("/html404", "lookup /html404 answered no JSON"),
+        ):
+            with pytest.raises(PageUnavailable) as unavailable:
+                _read(session, lookup, path)
+            assert str(unavailable.value) == why
+        server.shutdown()
+        server.server_close()
+        with pytest.raises(PageUnavailable) as gone:
+            _read(session, lookup, "/json")
+        assert str(gone.value).startswith("lookup /json failed: Error: ")
+    finally:
+        session.close()
+        server.server_close()

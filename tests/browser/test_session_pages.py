@@ -319,3 +319,18 @@ def test_a_precondition_is_the_sites_answer_after_a_preflight(
     held[0] = False
     with pytest.raises(HardStop, match=r"^the worker no longer holds its lease$"):
         leased.effect(_Checked(True)).precondition()
+
+
+def test_a_persistent_profile_keeps_its_sign_in_across_launches(base: str, tmp_path: Any) -> None:
+    profile = tmp_path / "alice-profile"
+    with Browser(user_data_dir=profile) as first:
+        session = first.new_session(base, "alice", evidence_dir=tmp_path / "e")
+        session.login(SEED_USERS["alice"], remember=True)
+        page = session.async_session.page
+        session.close()
+        assert page.is_closed(), "a profile's session closes its own page"
+    with Browser(user_data_dir=profile) as again:  # the folder is there now: reused
+        session = again.new_session(base, "alice", evidence_dir=tmp_path / "e")
+        session.goto("/")
+        assert session.whoami() == "alice", "signed in once, still signed in"
+        session.close()

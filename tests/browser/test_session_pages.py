@@ -333,4 +333,6 @@ def test_a_persistent_profile_keeps_its_sign_in_across_launches(base: str, tmp_p
         session = again.new_session(base, "alice", evidence_dir=tmp_path / "e")
         session.goto("/")
         assert session.whoami() == "alice", "signed in once, still signed in"
+        page = session.async_session.page
+        assert page.viewport_size == {"width": 1100, "height": 800}, "as a fresh context's"
         session.close()

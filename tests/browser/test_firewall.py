@@ -314,3 +314,11 @@ def test_an_incomplete_submit_is_unknown_in_whole_words(
         f"note: the submit is incomplete: {failed}; note: no confirmation after the click: "
         "the submit got no answer (no response: connection closed)"
     )
+    from actonce import Absent, Confirmed
+
+    assert session.effect(NoteEffect("alice", "Whole words")).verify() == Unavailable(
+        "1 draft(s) with this text, none published: a partial submit"
+    ), "a fresh look, without the perform's doubt: the page shows a draft only"
+    published = session.effect(NoteEffect("alice", " Lost publish\r\n")).verify()
+    assert published == Confirmed(f"{base}/notes/2", count=1, refs=(f"{base}/notes/2",))
+    assert session.effect(NoteEffect("alice", "Never saved")).verify() == Absent()

@@ -662,3 +662,21 @@ def test_an_absence_counts_only_when_read_past_the_settle_window() -> None:
         "the window runs from the later of the mark and the lease's end"
     )
     assert _settled(_record(105.0, 100.0), policy, _Read([], None, 115.0, True))
+
+
+async def test_effects_without_a_listing_are_verified_one_by_one_in_order() -> None:
+    from actonce.browser import verify_many
+
+    session = _session()
+    sites = [
+        _Verifying(),
+        _Verifying(RateLimited("rate-limit screen is visible")),
+        _Verifying(here=Confirmed(ORIGIN + "/x")),
+    ]
+    assert await verify_many(session, sites) == [
+        Absent(),
+        Unavailable("cannot check: rate-limit screen is visible"),
+        Absent(),
+    ], "each its own verify (never the page a click left)"
+    assert [s.asked for s in sites] == [["verify"], ["verify"], ["verify"]]
+    assert await session.verify_many([]) == []

@@ -288,7 +288,8 @@ def test_a_chromium_from_apt_get_says_it_came_from_apt_get(
         bin_ / "apt-get",
         f'case "$*" in *install*chromium*) {ln} -sf {real} {bin_}/chromium ;; esac\n',
     )
-    monkeypatch.delenv("ACTONCE_CHROMIUM", raising=False)
+    monkeypatch.setenv("ACTONCE_CHROMIUM", "")  # restored at teardown: ensure_chromium exports
+    monkeypatch.delenv("ACTONCE_CHROMIUM")
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "pw-empty"))
     monkeypatch.setenv("PATH", str(bin_))
     monkeypatch.setattr(install, "_is_root", lambda: True)

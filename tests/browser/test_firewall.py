@@ -277,6 +277,7 @@ def test_a_persistent_profile_keeps_one_firewall_for_one_actor(
         again = browser.new_session(base, "alice", ledger=ledger)  # the same actor: fine
         walls = (first.async_session.firewall, again.async_session.firewall)
         assert walls[0] is not None and walls[0] is walls[1] and walls[0].actor == "alice"
+        assert walls[0].problems == [], "a profile's context blocks service workers too"
         with pytest.raises(UsageError, match="one actor's"):
             browser.new_session(base, "bob", ledger=ledger)
         with pytest.raises(UsageError, match="cannot turn it off"):
@@ -284,3 +285,40 @@ def test_a_persistent_profile_keeps_one_firewall_for_one_actor(
         other = RequestPattern("POST", "/compose", origin=base)
         with pytest.raises(UsageError, match="allowlist of its first session"):
             browser.new_session(base, "alice", ledger=ledger, allow=[other])
+
+
+def test_an_incomplete_submit_is_unknown_in_whole_words(
+    browser: Browser, base: str, ledger: Ledger
+) -> None:
+    from actonce import Unavailable
+    from actonce.browser import OutcomeUnknown
+
+    session = agent_session(browser, base, ledger)
+    effect = session.effect(UndeclaredPublish("alice", "Whole words"))
+    with pytest.raises(OutcomeUnknown) as caught:
+        effect.perform()
+    refused = f"refused POST {base}/notes/1/publish (undeclared request)"
+    assert str(caught.value) == f"note: the submit is incomplete: {refused}"
+    assert caught.value.details["sent"] == 1  # type: ignore[attr-defined]
+    assert effect.verify() == Unavailable(f"cannot confirm: the submit is incomplete: {refused}")
+    assert effect.verify() == Unavailable(f"cannot confirm: the submit is incomplete: {refused}")
+    httpx.post(
+        base + "/admin/faults",
+        json={"rules": [{"action": "note.publish", "fault": "lost_response", "mode": "close"}]},
+    ).raise_for_status()
+    lost = session.effect(NoteEffect("alice", "Lost publish"))
+    with pytest.raises(OutcomeUnknown) as unanswered:
+        lost.perform()
+    failed = "a declared request got no answer (no response: connection closed)"
+    assert str(unanswered.value) == (
+        f"note: the submit is incomplete: {failed}; note: no confirmation after the click: "
+        "the submit got no answer (no response: connection closed)"
+    )
+    from actonce import Absent, Confirmed
+
+    assert session.effect(NoteEffect("alice", "Whole words")).verify() == Unavailable(
+        "1 draft(s) with this text, none published: a partial submit"
+    ), "a fresh look, without the perform's doubt: the page shows a draft only"
+    published = session.effect(NoteEffect("alice", " Lost publish\r\n")).verify()
+    assert published == Confirmed(f"{base}/notes/2", count=1, refs=(f"{base}/notes/2",))
+    assert session.effect(NoteEffect("alice", "Never saved")).verify() == Absent()

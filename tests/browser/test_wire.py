@@ -285,7 +285,8 @@ def test_custom_confirm_that_never_returns_is_bounded_by_confirm_timeout(
 ) -> None:
     session = new_session("alice", confirm_timeout=1.0, perform_timeout=120.0)
     started = time.monotonic()
-    with pytest.raises(OutcomeUnknown, match=r"no confirmation within confirm_timeout=1s") as info:
+    why = r"^invoice: no confirmation after the click: no confirmation within confirm_timeout=1s$"
+    with pytest.raises(OutcomeUnknown, match=why) as info:
         session.effect(ForeverConfirm("alice", "ORDER-FOREVER", 5)).perform()
     assert time.monotonic() - started < 60
     assert _details(info.value)["sent"] == 1
@@ -311,7 +312,9 @@ def test_perform_timeout_ends_a_perform_after_the_click(new_session: SessionFact
     session.run(lambda s: InvoiceEffect.prepare(site, s))
     started = time.monotonic()
     with pytest.raises(
-        OutcomeUnknown, match=r"exceeded perform_timeout=10s after the click"
+        OutcomeUnknown,
+        match=r"^invoice: the perform exceeded perform_timeout=10s after the click; whether it "
+        r"took effect is unknown$",
     ) as info:
         session.effect(site).perform()
     assert time.monotonic() - started < 60  # not the confirm_timeout of 120 s
@@ -325,7 +328,8 @@ def test_a_held_answer_ends_the_perform_at_the_confirmation_bound(
     set_faults({"action": "invoice.create", "fault": "slow_response", "seconds": 30})
     session = new_session("alice", confirm_timeout=1.0, perform_timeout=20.0)
     started = time.monotonic()
-    with pytest.raises(OutcomeUnknown, match="confirm_timeout=1s") as info:
+    why = r"^invoice: no confirmation after the click: no confirmation within confirm_timeout=1s$"
+    with pytest.raises(OutcomeUnknown, match=why) as info:
         session.invoice_effect("ORDER-HELD", 5).perform()
     assert time.monotonic() - started < 15  # not the 30 s the server holds it
     assert [r["outcome"] for r in _details(info.value)["wire"]] == ["timed out"]
@@ -361,6 +365,20 @@ def test_the_window_stays_open_until_the_submit_is_answered(
     assert len(creates(base, "invoice.create")) == 1
 
 
+def test_a_held_answer_without_a_confirm_step_says_it_waited_for_the_answer(
+    new_session: SessionFactory, set_faults: Callable[..., None]
+) -> None:
+    set_faults({"action": "invoice.create", "fault": "slow_response", "seconds": 30})
+    session = new_session("alice", confirm_timeout=1.0, perform_timeout=20.0)
+    why = (
+        r"^invoice: no confirmation after the click: no answer to a submit \(no confirm step\) "
+        r"within confirm_timeout=1s$"
+    )
+    with pytest.raises(OutcomeUnknown, match=why) as info:
+        session.effect(NoConfirmStep("alice", "ORDER-HELD", 5)).perform()
+    assert [r["outcome"] for r in _details(info.value)["wire"]] == ["timed out"]
+
+
 class StuckPrepare(InvoiceEffect):
     async def prepare(self, session: AsyncBrowserSession) -> None:
         await super().prepare(session)
@@ -371,7 +389,8 @@ def test_perform_timeout_before_the_click_is_not_performed(
     new_session: SessionFactory, base: str
 ) -> None:
     session = new_session("alice", perform_timeout=1.5)
-    with pytest.raises(NotPerformed, match="before the click") as info:
+    why = r"^invoice: the perform exceeded perform_timeout=1.5s before the click; nothing was"
+    with pytest.raises(NotPerformed, match=why) as info:
         session.effect(StuckPrepare("alice", "ORDER-STUCK", 5)).perform()
     assert _details(info.value) == {"wire": [], "sent": 0, "refused": 0}
     assert creates(base, "invoice.create") == []

@@ -159,3 +159,26 @@ def test_a_lone_user_name_of_sixteen_characters_in_a_url_is_a_token() -> None:
 
 def test_a_field_names_words_are_its_lower_case_parts() -> None:
     assert words("X-Api-Key") == ("x", "api", "key")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql:u:secret@h/db", "postgresql:***@h/db"),
+        ("postgres:u:secret@localhost", "postgres:***@localhost"),
+        ("u:secret@h/db", "u:***@h/db"),
+        ("sqlite:///x@y.db", "sqlite:///x@y.db"),
+        ("postgresql://u:secret@h/db", "postgresql://u:***@h/db"),
+    ],
+)
+def test_a_ledger_url_without_its_slashes_is_printed_without_its_password(
+    url: str, shown: str
+) -> None:
+    from actonce import BadLedgerURL, open_ledger
+    from actonce._rules.secrets import mask_url
+
+    assert mask_url(url) == shown
+    if url.startswith("postgres") and "//" not in url:  # its refusal prints it masked
+        with pytest.raises(BadLedgerURL) as caught:
+            open_ledger(url)
+        assert "secret" not in str(caught.value) and shown in str(caught.value)

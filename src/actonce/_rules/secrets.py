@@ -400,10 +400,20 @@ def scrub_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+
 def mask_url(url: str) -> str:
     """A ledger URL fit to print: password and secret parameters masked."""
-    masked = scrub_url(url)
-    return masked.replace(quote(REDACTED), "***").replace(REDACTED, "***")
+    masked = scrub_url(url).replace(quote(REDACTED), "***").replace(REDACTED, "***")
+    head, at, host = masked.rpartition("@")
+    if at and "//" not in head:
+        # No authority ("postgresql:u:pw@h/db", a malformed URL): urlsplit sees no
+        # userinfo, and what precedes the host may hold a password.
+        scheme, sep, _ = head.partition(":")
+        prefix = f"{scheme}:" if sep and _SCHEME.fullmatch(scheme) else ""
+        return f"{prefix}***@{host}"
+    return masked
 
 
 def scrub_text(text: str, known: Iterable[str] = ()) -> str:

@@ -164,9 +164,9 @@ def test_a_field_names_words_are_its_lower_case_parts() -> None:
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("postgresql:u:secret@h/db", "postgresql:***@h/db"),
-        ("postgres:u:secret@localhost", "postgres:***@localhost"),
-        ("u:secret@h/db", "u:***@h/db"),
+        ("postgresql:u:secret@h/db", "postgresql:u:***@h/db"),
+        ("postgres:u:secret@localhost", "postgres:u:***@localhost"),
+        ("postgresql:u@h/db", "postgresql:u@h/db"),
         ("sqlite:///x@y.db", "sqlite:///x@y.db"),
         ("postgresql://u:secret@h/db", "postgresql://u:***@h/db"),
     ],

@@ -407,12 +407,11 @@ def mask_url(url: str) -> str:
     """A ledger URL fit to print: password and secret parameters masked."""
     masked = scrub_url(url).replace(quote(REDACTED), "***").replace(REDACTED, "***")
     head, at, host = masked.rpartition("@")
-    if at and "//" not in head:
+    scheme, sep, userinfo = head.partition(":")
+    if at and "//" not in head and sep and _SCHEME.fullmatch(scheme) and ":" in userinfo:
         # No authority ("postgresql:u:pw@h/db", a malformed URL): urlsplit sees no
-        # userinfo, and what precedes the host may hold a password.
-        scheme, sep, _ = head.partition(":")
-        prefix = f"{scheme}:" if sep and _SCHEME.fullmatch(scheme) else ""
-        return f"{prefix}***@{host}"
+        # userinfo, so its password is masked here.
+        return f"{scheme}:{userinfo.partition(':')[0]}:***@{host}"
     return masked
 
 

@@ -443,7 +443,10 @@ class AsyncDriver:
         clock = self.clock
         started = clock.monotonic()
         overtaken = asyncio.Event()
-        beat = asyncio.create_task(self._beat(op, overtaken)) if op.heartbeat > 0 else None
+        extending: list[asyncio.Future[bool]] = []  # the beat's store call under way, if any
+        beat = (
+            asyncio.create_task(self._beat(op, overtaken, extending)) if op.heartbeat > 0 else None
+        )
         value: Any = None
         error: Exception | None = None
         try:
@@ -452,6 +455,10 @@ class AsyncDriver:
             error = exc
         finally:
             if beat is not None:
+                if extending:  # its answer may be the refusal: it counts
+                    (answered,) = await asyncio.gather(extending[0], return_exceptions=True)
+                    if answered is False:
+                        overtaken.set()
                 beat.cancel()
                 await asyncio.gather(beat, return_exceptions=True)
         answer = perform_answer(value, error, started, clock, overtaken.is_set())
@@ -459,7 +466,9 @@ class AsyncDriver:
             points.hit(op.after)
         return answer
 
-    async def _beat(self, op: Perform, overtaken: asyncio.Event) -> None:
+    async def _beat(
+        self, op: Perform, overtaken: asyncio.Event, extending: list[asyncio.Future[bool]]
+    ) -> None:
         clock = self.clock
         steps = getattr(clock, "steps", 0)
         due = time.monotonic() + op.heartbeat
@@ -472,12 +481,18 @@ class AsyncDriver:
             if now_steps == steps and time.monotonic() < due - 1e-3:
                 continue
             steps = now_steps
-            try:
-                ok = await self.store.extend(
+            call = asyncio.ensure_future(
+                self.store.extend(
                     op.key, (Status.EXECUTING, op.fence), ledger_now + op.lease_seconds
                 )
+            )
+            extending.append(call)
+            try:
+                ok = await asyncio.shield(call)
             except LedgerError:
                 ok = True
+            finally:
+                extending.remove(call)
             if not ok:
                 overtaken.set()
                 return

@@ -4,7 +4,9 @@ One background thread per ledger (:class:`Heartbeats`) keeps a heap of the
 running performs (:class:`Beat`) and, for each, extends the lease (a fenced
 compare-and-set on the ``executing`` row) every ``heartbeat`` seconds, and at
 once when the ledger clock is seen to step. A lease extension that finds the
-row no longer the owner's marks the beat ``overtaken``. The async driver
+row no longer the owner's marks the beat ``overtaken``. Stopping a beat
+waits for its store call if one is under way (only then): a refusal that
+reached the owner before its perform ended is never lost. The async driver
 beats from a task of its own (:meth:`actonce._run.drive.AsyncDriver._beat`).
 """
 
@@ -28,7 +30,9 @@ _POLL = 0.2  # seconds the heartbeat thread sleeps at most between two looks at 
 
 
 class Beat:
-    __slots__ = ("cancelled", "clock", "due", "lease", "op", "overtaken", "steps", "store")
+    __slots__ = (
+        "busy", "cancelled", "clock", "due", "lease", "op", "overtaken", "steps", "store",
+    )  # fmt: skip
 
     def __init__(self, op: Perform, store: EffectStore, clock: Clock) -> None:
         self.op = op
@@ -39,6 +43,7 @@ class Beat:
         self.steps = getattr(clock, "steps", 0)
         self.cancelled = False
         self.overtaken = False
+        self.busy = False  # a store call of this beat is under way
 
     def beat(self) -> None:
         """Extend the lease if it is time (or the clock stepped); schedule the next look."""
@@ -90,6 +95,8 @@ class Heartbeats:
         """Stop beating for ``beat``; True when a beat found the row overtaken."""
         with self._cond:
             beat.cancelled = True
+            while beat.busy:  # its extension is under way: its answer counts
+                self._cond.wait()
             return beat.overtaken
 
     def close(self) -> None:
@@ -114,11 +121,15 @@ class Heartbeats:
                     self._cond.wait(min(wait, _POLL))
                     continue
                 heapq.heappop(self._heap)
-                # The store call happens outside the lock: stop() never waits for it.
+                # The store call happens outside the lock; stop() waits for it only
+                # when it is this beat's (its answer may be the refusal).
+                beat.busy = True
                 self._cond.release()
                 try:
                     beat.beat()
                 finally:
                     self._cond.acquire()
+                    beat.busy = False
+                    self._cond.notify_all()
                 if not beat.cancelled:
                     heapq.heappush(self._heap, (beat.due, next(self._seq), beat))

@@ -90,9 +90,13 @@ class Registry:
             raise UsageError(
                 f"modules is a comma-separated string of module names, not {modules!r:.60}"
             )
-        # An empty entry ("a,,b", "a, ,b", a trailing comma) names no module.
-        names = (m.strip() for m in (modules or os.environ.get("ACTONCE_VERIFIERS", "")).split(","))
-        for module in filter(None, names):
+        # An empty entry ("a,,b", "a, ,b", a trailing comma) names no module; a list of
+        # nothing but such entries (" ", " , ") is a mistake, refused.
+        raw = modules or os.environ.get("ACTONCE_VERIFIERS", "")
+        names = [m.strip() for m in raw.split(",") if m.strip()]
+        if raw and not names:
+            raise UsageError(f"the verifier modules {raw!r:.60} name no module")
+        for module in names:
             _load(f"verifier module {module!r}", functools.partial(importlib.import_module, module))
         for ep in metadata.entry_points(group="actonce.verifiers"):
             _load(f"verifier entry point {ep.name!r}", ep.load)

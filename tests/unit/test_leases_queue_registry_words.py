@@ -200,7 +200,7 @@ def test_a_registry_says_which_module_it_could_not_import(
     registry.load()
 
 
-@pytest.mark.parametrize("modules", ["json, ,os", "json,,os", " json , os ,", " , "])
+@pytest.mark.parametrize("modules", ["json, ,os", "json,,os", " json , os ,"])
 def test_an_empty_entry_names_no_module(monkeypatch: pytest.MonkeyPatch, modules: str) -> None:
     """Until 2026-12-07 a blank entry between commas ("a, ,b") was imported as the module
     '' and refused ("Empty module name") while an empty one ("a,,b") was skipped."""
@@ -208,3 +208,16 @@ def test_an_empty_entry_names_no_module(monkeypatch: pytest.MonkeyPatch, modules
     Registry().load(modules)
     monkeypatch.setenv("ACTONCE_VERIFIERS", modules)
     Registry().load()
+
+
+@pytest.mark.parametrize("modules", [" ", " , ", ","])
+def test_a_list_that_names_no_module_is_refused(
+    monkeypatch: pytest.MonkeyPatch, modules: str
+) -> None:
+    monkeypatch.delenv("ACTONCE_VERIFIERS", raising=False)
+    with pytest.raises(UsageError) as caught:
+        Registry().load(modules)
+    assert str(caught.value) == f"the verifier modules {modules!r} name no module"
+    monkeypatch.setenv("ACTONCE_VERIFIERS", modules)
+    with pytest.raises(UsageError):
+        Registry().load()

@@ -182,3 +182,26 @@ def test_a_ledger_url_without_its_slashes_is_printed_without_its_password(
         with pytest.raises(BadLedgerURL) as caught:
             open_ledger(url)
         assert "secret" not in str(caught.value) and shown in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("postgresql:u:secret@h/db", "postgresql:u:[redacted]@h/db"),
+        (
+            "could not connect to postgres:u:secret@localhost:5432 (refused)",
+            "could not connect to postgres:u:[redacted]@localhost:5432 (refused)",
+        ),
+        ("redis:u:secret@h:6379/0", "redis:u:[redacted]@h:6379/0"),
+        ("postgresql:u@h/db", "postgresql:u@h/db"),  # a user alone: nothing secret
+        ("sqlite:///x@y.db", "sqlite:///x@y.db"),
+        ("postgresql:u:***@h/db", "postgresql:u:***@h/db"),  # masked already
+        ("at 10:30 see ana@x.example", "at 10:30 see ana@x.example"),
+    ],
+)
+def test_a_url_without_its_slashes_loses_its_password_in_any_text(
+    text: str, scrubbed: str
+) -> None:
+    assert scrub_text(text) == scrubbed
+    if text.count(" ") == 0:  # a URL alone: scrub_url says the same
+        assert scrub_url(text) == scrubbed

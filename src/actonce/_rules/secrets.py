@@ -344,6 +344,8 @@ def _redact(
 #: Anything the patterns below could match starts with one of these.
 _SUSPECT = re.compile(r"://|[=:'\"]|bearer|basic|token|eyJ", re.IGNORECASE)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
+# A URL without its slashes whose userinfo holds a password: ``postgresql:u:pw@h/db``.
+_BARE_URL = re.compile(r"(?<![\w/.+-])[a-zA-Z][a-zA-Z0-9+.-]*:[^\s/:@\"'<>]+:[^\s/@\"'<>]+@[^\s\"'<>]+")
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}", re.IGNORECASE)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 # ``name=value``, ``name: value``, ``"name": "value"``; a name is not the tail
@@ -385,6 +387,15 @@ def scrub_url(url: str) -> str:
             netloc = f"{user}:{REDACTED}@{host}"
         elif len(userinfo) >= 16:  # a lone long user name is a token (https://TOKEN@host)
             netloc = f"{REDACTED}@{host}"
+    path = parts.path
+    if not netloc and parts.scheme and "@" in path:
+        # No authority ("postgresql:u:pw@h/db", a URL without its slashes): urlsplit
+        # reads the userinfo as the path, and its password is a password all the same.
+        head = path.partition("/")[0]
+        userinfo, at, host = head.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if at and colon and password != "***":
+            path = f"{user}:{REDACTED}@{host}{path[len(head) :]}"
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
@@ -395,24 +406,14 @@ def scrub_url(url: str) -> str:
     fragment = parts.fragment
     if fragment and ("=" in fragment and any(is_secret_name(n) for n, _ in parse_qsl(fragment))):
         fragment = REDACTED
-    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+    if (netloc, path, query, fragment) == (parts.netloc, parts.path, parts.query, parts.fragment):
         return url
-    return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
-
-
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+    return urlunsplit(parts._replace(netloc=netloc, path=path, query=query, fragment=fragment))
 
 
 def mask_url(url: str) -> str:
     """A ledger URL fit to print: password and secret parameters masked."""
-    masked = scrub_url(url).replace(quote(REDACTED), "***").replace(REDACTED, "***")
-    head, at, host = masked.rpartition("@")
-    scheme, sep, userinfo = head.partition(":")
-    if at and "//" not in head and sep and _SCHEME.fullmatch(scheme) and ":" in userinfo:
-        # No authority ("postgresql:u:pw@h/db", a malformed URL): urlsplit sees no
-        # userinfo, so its password is masked here.
-        return f"{scheme}:{userinfo.partition(':')[0]}:***@{host}"
-    return masked
+    return scrub_url(url).replace(quote(REDACTED), "***").replace(REDACTED, "***")
 
 
 def scrub_text(text: str, known: Iterable[str] = ()) -> str:
@@ -430,6 +431,8 @@ def scrub_text(text: str, known: Iterable[str] = ()) -> str:
             text = text.replace(value, REDACTED)
     if "://" in text:
         text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
+    if "@" in text:
+        text = _BARE_URL.sub(lambda m: scrub_url(m.group(0)), text)
     text = scrub_values(text)  # cards, CVVs, cookies, secrets after secret words
     if _SUSPECT.search(text) is None:  # one pass for the common, harmless text
         return text

@@ -284,6 +284,8 @@ def test_answering_a_packet(mine: tuple[World, Console]) -> None:
     assert again == [
         "Answer refused: the packet is denied (already denied: a later approve cannot change it)."
     ]
+    history = [(e.type.value, e.data.get("via")) for e in w.ledger.approvals.history(packet)]
+    assert history[1:] == [("approval_answered", "console"), ("approval_refused", "console")]
     carols = w.packets["pending-carol"]
     url = f"/approvals/{carols}"
     assert carol.post(url + "/answer", url, decision="approve", note=" ") == [

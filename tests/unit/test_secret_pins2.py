@@ -199,9 +199,7 @@ def test_a_ledger_url_without_its_slashes_is_printed_without_its_password(
         ("at 10:30 see ana@x.example", "at 10:30 see ana@x.example"),
     ],
 )
-def test_a_url_without_its_slashes_loses_its_password_in_any_text(
-    text: str, scrubbed: str
-) -> None:
+def test_a_url_without_its_slashes_loses_its_password_in_any_text(text: str, scrubbed: str) -> None:
     assert scrub_text(text) == scrubbed
     if text.count(" ") == 0:  # a URL alone: scrub_url says the same
         assert scrub_url(text) == scrubbed

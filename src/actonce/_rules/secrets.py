@@ -345,7 +345,9 @@ def _redact(
 _SUSPECT = re.compile(r"://|[=:'\"]|bearer|basic|token|eyJ", re.IGNORECASE)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 # A URL without its slashes whose userinfo holds a password: ``postgresql:u:pw@h/db``.
-_BARE_URL = re.compile(r"(?<![\w/.+-])[a-zA-Z][a-zA-Z0-9+.-]*:[^\s/:@\"'<>]+:[^\s/@\"'<>]+@[^\s\"'<>]+")
+_BARE_URL = re.compile(
+    r"(?<![\w/.+-])[a-zA-Z][a-zA-Z0-9+.-]*:[^\s/:@\"'<>]+:[^\s/@\"'<>]+@[^\s\"'<>]+"
+)
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}", re.IGNORECASE)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 # ``name=value``, ``name: value``, ``"name": "value"``; a name is not the tail

@@ -144,7 +144,7 @@ class PacketUpdate(StoreOp):
 
 @dataclass(frozen=True, slots=True)
 class AnswerUpdate(StoreOp):
-    """An accepted answer: the status, who, when (and a used reply code)."""
+    """An accepted answer: the status, who, when, through which channel (and a used reply code)."""
 
     primitive: ClassVar[str] = "approval_answer"
     packet: ap.Packet
@@ -154,6 +154,7 @@ class AnswerUpdate(StoreOp):
     run_id: str
     note: str | None
     use_code: bool
+    via: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +471,7 @@ def answer(
         run_id,
         None if note is None else storable(note),
         use_code,
+        via,
     )
     if moved is None:  # answered meanwhile: answer again against what it is now
         return (yield from answer(packet_id, decision, by=by, run_id=run_id, via=via, note=note))

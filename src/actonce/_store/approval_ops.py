@@ -137,9 +137,13 @@ def approval_update(
     *,
     expect: ApprovalStatus | None = None,
     use_code: bool = False,
+    told: dict[str, str] | None = None,
     **changes: Any,
 ) -> Work[Packet | None]:
-    """Compare-and-set a packet's status (and fields), with its event; ``None`` if it moved."""
+    """Compare-and-set a packet's status (and fields), with its event; ``None`` if it moved.
+
+    ``told``: what the event records beyond the changed fields (an answer's channel).
+    """
     new = replace(packet, status=to, **changes)
     was = packet.status if expect is None else expect
     done, _ = yield Stmt(
@@ -169,6 +173,7 @@ def approval_update(
         status=to.value,
         previous=was.value,
         **{k: v for k, v in changes.items() if isinstance(v, str | int | float | None)},
+        **(told or {}),
     )
     return new
 
@@ -181,8 +186,12 @@ def approval_answer(
     run_id: str,
     note: str | None,
     use_code: bool,
+    via: str = "api",
 ) -> Work[Packet | None]:
-    """An accepted answer: compare-and-set from the status it was decided on."""
+    """An accepted answer: compare-and-set from the status it was decided on.
+
+    Its event names the channel it came through (``via``: api, cli, console, link, code).
+    """
     verb = "approved" if to is ApprovalStatus.APPROVED else "denied"
     return (
         yield from approval_update(
@@ -192,6 +201,7 @@ def approval_answer(
             run_id,
             f"{verb} by {by}" + (f": {note}" if note else ""),
             use_code=use_code,
+            told={"via": via},
             decided_by=by,
             decided_at=now,
             note=note,

@@ -239,6 +239,7 @@ class ApprovalStore(Protocol):
         run_id: str,
         note: str | None,
         use_code: bool,
+        via: str = "api",
     ) -> Packet | None: ...
 
     def approval_set_code(

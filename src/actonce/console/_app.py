@@ -407,7 +407,9 @@ class App:
             if packet.user != reviewer:
                 return None
             note = form.get("note", "").strip() or None
-            got = self.c.ledger.approvals.answer(packet_id, decision, by=reviewer, note=note)
+            got = self.c.ledger.approvals.answer(
+                packet_id, decision, by=reviewer, note=note, via="console"
+            )
             why = f" ({got.reason})" if got.reason else ""
             return f"Answer {got.answer.value}: the packet is {got.status.value}{why}."
 

@@ -7,16 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from inprocess import InProcess
 
 from actonce import Absent, Effect, Ledger, effect_key
-from actonce.cli import main
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -30,16 +23,16 @@ def unknown(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_reconcile_without_a_verifier_says_so_and_exits_3(
-    unknown: tuple[str, str], capsys: pytest.CaptureFixture[str]
+    unknown: tuple[str, str], cli: InProcess
 ) -> None:
     path, key = unknown
-    assert _run(["reconcile", "--ledger", path], capsys) == (
+    assert cli.run(["reconcile", "--ledger", path]) == (
         3,
         "checked 0, left to live owners 0, unresolved 0, failed to reconcile 0\n"
         f"no verifier registered for 1 effect(s): {key[:16]} (register one: see --verifiers)\n",
         "",
     )
-    code, out, err = _run(["reconcile", "--ledger", path, "--json"], capsys)
+    code, out, err = cli.run(["reconcile", "--ledger", path, "--json"])
     assert (code, err) == (3, "")
     assert json.loads(out) == {
         "checked": 0,
@@ -59,63 +52,59 @@ def test_reconcile_without_a_verifier_says_so_and_exits_3(
     }
 
 
-def test_reconcile_of_a_quiet_ledger_exits_0(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_reconcile_of_a_quiet_ledger_exits_0(tmp_path: Path, cli: InProcess) -> None:
     path = str(tmp_path / "ledger.db")
     Ledger.open(path, create=True).close()
-    assert _run(["reconcile", "--ledger", path], capsys) == (
+    assert cli.run(["reconcile", "--ledger", path]) == (
         0,
         "checked 0, left to live owners 0, unresolved 0, failed to reconcile 0\n",
         "",
     )
 
 
-def test_init_and_migrate_say_where_the_ledger_is(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_init_and_migrate_say_where_the_ledger_is(tmp_path: Path, cli: InProcess) -> None:
     path = str(tmp_path / "new.db")
-    assert _run(["init", "--ledger", path], capsys) == (0, f"created a ledger at {path}\n", "")
-    assert _run(["migrate", "--ledger", path], capsys) == (
+    assert cli.run(["init", "--ledger", path]) == (0, f"created a ledger at {path}\n", "")
+    assert cli.run(["migrate", "--ledger", path]) == (
         0,
         f"the ledger at {path} is up to date\n",
         "",
     )
-    code, out, _ = _run(["migrate", "--ledger", path, "--json"], capsys)
+    code, out, _ = cli.run(["migrate", "--ledger", path, "--json"])
     assert (code, json.loads(out)) == (0, {"ledger": path, "migrated": True})
 
 
 def test_receipt_summary_and_budgets_on_a_ledger_without_any(
-    unknown: tuple[str, str], capsys: pytest.CaptureFixture[str]
+    unknown: tuple[str, str], cli: InProcess
 ) -> None:
     path, _ = unknown
-    assert _run(["receipt", "op-x", "--ledger", path], capsys) == (
+    assert cli.run(["receipt", "op-x", "--ledger", path]) == (
         1,
         "",
         "actonce: error: no receipt for operation 'op-x' (it has not stood still in a final "
         "state)\n",
     )
-    assert _run(["summary", "--ledger", path], capsys) == (0, "no run summaries\n", "")
-    assert _run(["summary", "--ledger", path, "--operator", "bob"], capsys) == (
+    assert cli.run(["summary", "--ledger", path]) == (0, "no run summaries\n", "")
+    assert cli.run(["summary", "--ledger", path, "--operator", "bob"]) == (
         0,
         "no run summaries of operator 'bob'\n",
         "",
     )
-    assert _run(["summary", "r-1", "--ledger", path], capsys) == (
+    assert cli.run(["summary", "r-1", "--ledger", path]) == (
         1,
         "",
         "actonce: error: no run summary 'r-1' in this ledger\n",
     )
-    assert _run(["summary", "--ledger", path, "--json"], capsys) == (0, "null\n", "")
-    assert _run(["summary", "--ledger", path, "--json", "--list"], capsys) == (0, "[]\n", "")
-    assert _run(["budgets", "--ledger", path], capsys) == (
+    assert cli.run(["summary", "--ledger", path, "--json"]) == (0, "null\n", "")
+    assert cli.run(["summary", "--ledger", path, "--json", "--list"]) == (0, "[]\n", "")
+    assert cli.run(["budgets", "--ledger", path]) == (
         0,
         f"ledger  {path}\nno budget pools\n",
         "",
     )
-    code, out, _ = _run(["budgets", "--ledger", path, "--json"], capsys)
+    code, out, _ = cli.run(["budgets", "--ledger", path, "--json"])
     assert (code, json.loads(out)) == (0, {"ledger": path, "pools": []})
-    assert _run(["budgets", "nopool", "--ledger", path], capsys) == (
+    assert cli.run(["budgets", "nopool", "--ledger", path]) == (
         1,
         "",
         "actonce: error: no budget pool 'nopool'\n",

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess import InProcess
 
 from actonce import Absent, Confirmed, Effect, Ledger, effect_key
-from actonce.cli import main
 from actonce.cli._commands import _extra
 from actonce.cli._format import when
 
@@ -37,19 +37,11 @@ def three(tmp_path: Path) -> tuple[str, list[Any]]:
     return path, records
 
 
-def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 0
-    out, err = capsys.readouterr()
-    assert err == ""
-    return out
-
-
 def test_status_counts_every_status_and_lists_what_waits(
-    three: tuple[str, list[Any]], capsys: pytest.CaptureFixture[str]
+    three: tuple[str, list[Any]], cli: InProcess
 ) -> None:
     path, (_, _, pay) = three
-    assert _out(["status", "--ledger", path], capsys).splitlines() == [
+    assert cli.out(["status", "--ledger", path]).splitlines() == [
         f"ledger  {path}",
         "effects 3  (open: 1, needs review: 1, duplicates detected: 1)",
         "status        count",
@@ -66,7 +58,7 @@ def test_status_counts_every_status_and_lists_what_waits(
         "waiting for review:",
         f"  {pay.key[:16]}  pay  duplicate detected: 2 matching results (r1, r2)",
     ]
-    assert json.loads(_out(["status", "--ledger", path, "--json"], capsys)) == {
+    assert json.loads(cli.out(["status", "--ledger", path, "--json"])) == {
         "counts": {
             "abandoned": 0,
             "claimed": 0,
@@ -85,10 +77,10 @@ def test_status_counts_every_status_and_lists_what_waits(
     }
 
 
-def test_status_of_an_empty_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_of_an_empty_ledger(tmp_path: Path, cli: InProcess) -> None:
     path = str(tmp_path / "ledger.db")
     Ledger.open(path, create=True).close()
-    lines = _out(["status", "--ledger", path], capsys).splitlines()
+    lines = cli.out(["status", "--ledger", path]).splitlines()
     assert lines[:2] == [
         f"ledger  {path}",
         "effects 0  (open: 0, needs review: 0, duplicates detected: 0)",
@@ -96,9 +88,7 @@ def test_status_of_an_empty_ledger(tmp_path: Path, capsys: pytest.CaptureFixture
     assert lines[-2:] == ["operations in review: 0", "firewall refusals: 0"]
 
 
-def test_list_prints_one_row_per_effect(
-    three: tuple[str, list[Any]], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_list_prints_one_row_per_effect(three: tuple[str, list[Any]], cli: InProcess) -> None:
     path, (inv, mail, pay) = three
     rows = [
         (inv.key[:16], "invoice", "confirmed", "1", when(inv.updated_at), "inv-1",
@@ -108,25 +98,24 @@ def test_list_prints_one_row_per_effect(
         (pay.key[:16], "pay", "needs_review", "1", when(pay.updated_at), "r",
          "duplicate detected: 2 matching results (r1, r2)"),
     ]  # fmt: skip
-    out = _out(["list", "--ledger", path], capsys).splitlines()
+    out = cli.out(["list", "--ledger", path]).splitlines()
     assert out[0].split() == ["key", "kind", "status", "attempt", "updated", "result", "reason"]
     widths = [16, 7, 12, 7, 19, 6]
     for line, row in zip(out[1:], rows, strict=True):
         expected = "  ".join(c.ljust(w) for c, w in zip(row, [*widths, 0], strict=True))
         assert line == expected.rstrip()
-    assert _out(["list", "--ledger", path, "--kind", "nothing"], capsys) == "no effects\n"
-    assert _out(["list", "--ledger", path, "--status", "failed"], capsys) == "no effects\n"
-    assert len(_out(["list", "--ledger", path, "--limit", "2"], capsys).splitlines()) == 3
-    only = _out(["list", "--ledger", path, "--kind", "mail"], capsys).splitlines()
+    assert cli.out(["list", "--ledger", path, "--kind", "nothing"]) == "no effects\n"
+    assert cli.out(["list", "--ledger", path, "--status", "failed"]) == "no effects\n"
+    assert len(cli.out(["list", "--ledger", path, "--limit", "2"]).splitlines()) == 3
+    only = cli.out(["list", "--ledger", path, "--kind", "mail"]).splitlines()
     assert [line.split()[0] for line in only] == ["key", mail.key[:16]]
 
 
 def test_list_json_gives_every_field_of_each_record(
-    three: tuple[str, list[Any]], capsys: pytest.CaptureFixture[str]
+    three: tuple[str, list[Any]], cli: InProcess
 ) -> None:
     path, (inv, _, _) = three
-    (record,) = json.loads(_out(["list", "--ledger", path, "--status", "confirmed", "--json"],
-                                capsys))  # fmt: skip
+    (record,) = json.loads(cli.out(["list", "--ledger", path, "--status", "confirmed", "--json"]))  # fmt: skip
     assert record == {
         "attempt": 1,
         "created_at": inv.created_at,
@@ -144,18 +133,16 @@ def test_list_json_gives_every_field_of_each_record(
         "status": "confirmed",
         "updated_at": inv.updated_at,
     }  # fmt: skip
-    assert (
-        json.loads(_out(["list", "--ledger", path, "--status", "failed", "--json"], capsys)) == []
-    )
+    assert json.loads(cli.out(["list", "--ledger", path, "--status", "failed", "--json"])) == []
 
 
 def test_show_prints_the_record_and_its_history(
-    three: tuple[str, list[Any]], capsys: pytest.CaptureFixture[str]
+    three: tuple[str, list[Any]], cli: InProcess
 ) -> None:
     path, (_, _, pay) = three
     with Ledger.open(path, readonly=True) as ledger:
         claimed, review = ledger.events(pay.key)
-    out = _out(["show", pay.key[:8], "--ledger", path], capsys).splitlines()
+    out = cli.out(["show", pay.key[:8], "--ledger", path]).splitlines()
     assert out[:10] == [
         f"key      {pay.key}",
         "kind     pay",
@@ -178,7 +165,7 @@ def test_show_prints_the_record_and_its_history(
         "(r1, r2) 2 matches: r1, r2"
     )
     assert len(out) == 13
-    shown = json.loads(_out(["show", pay.key, "--ledger", path, "--json"], capsys))
+    shown = json.loads(cli.out(["show", pay.key, "--ledger", path, "--json"]))
     assert shown["effect"]["key"] == pay.key
     assert [(e["seq"], e["type"], e["from"], e["to"], e["attempt"]) for e in shown["events"]] == [
         (claimed.seq, "claimed", None, "claimed", 1),

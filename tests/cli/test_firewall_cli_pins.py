@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess import InProcess
 
 from actonce import RefusalReason, WriteRefusal, open_ledger
-from actonce.cli import main
 from actonce.cli._format import when
 
 ORIGIN = "http://127.0.0.1:8765"
@@ -39,19 +39,11 @@ def walled(tmp_path: Path) -> tuple[str, list[Any]]:
     return path, refusals
 
 
-def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 0
-    out, err = capsys.readouterr()
-    assert err == ""
-    return out
-
-
 def test_firewall_prints_counts_per_actor_and_reason_then_the_latest(
-    walled: tuple[str, list[Any]], capsys: pytest.CaptureFixture[str]
+    walled: tuple[str, list[Any]], cli: InProcess
 ) -> None:
     path, (bob, publish, compose) = walled
-    assert _out(["firewall", "--ledger", path], capsys).splitlines() == [
+    assert cli.out(["firewall", "--ledger", path]).splitlines() == [
         f"ledger  {path}",
         "actor  refused  outside_effect  undeclared  out_of_order  second  other_origin",
         "alice  2        1               1           0             0       0",
@@ -65,23 +57,23 @@ def test_firewall_prints_counts_per_actor_and_reason_then_the_latest(
         f"  {when(compose.at)}  alice  POST {ORIGIN}/compose  (outside an effect, playwright)"
         f"  from {ORIGIN}/compose",
     ]
-    only = _out(["firewall", "--ledger", path, "--actor", "bob", "--limit", "1"], capsys)
+    only = cli.out(["firewall", "--ledger", path, "--actor", "bob", "--limit", "1"])
     assert only.splitlines()[1:5] == [
         "actor  refused  outside_effect  undeclared  out_of_order  second  other_origin",
         "bob    1        1               0           0             0       0",
         "",
         "latest 1:",
     ]
-    assert _out(["firewall", "--ledger", path, "--actor", "nobody"], capsys) == (
+    assert cli.out(["firewall", "--ledger", path, "--actor", "nobody"]) == (
         f"ledger  {path}\nno refusals: nothing was refused by a write firewall\n"
     )
 
 
 def test_firewall_json_gives_totals_reasons_and_each_refusal(
-    walled: tuple[str, list[Any]], capsys: pytest.CaptureFixture[str]
+    walled: tuple[str, list[Any]], cli: InProcess
 ) -> None:
     path, (bob, _, _) = walled
-    data = json.loads(_out(["firewall", "--ledger", path, "--json", "--limit", "1"], capsys))
+    data = json.loads(cli.out(["firewall", "--ledger", path, "--json", "--limit", "1"]))
     assert data == {
         "actors": {
             "alice": {"reasons": {"outside_effect": 1, "undeclared": 1}, "total": 2},
@@ -102,17 +94,18 @@ def test_firewall_json_gives_totals_reasons_and_each_refusal(
             }
         ],
     }
-    data = json.loads(_out(["firewall", "--ledger", path, "--json", "--actor", "alice"], capsys))
+    data = json.loads(cli.out(["firewall", "--ledger", path, "--json", "--actor", "alice"]))
     assert list(data["actors"]) == ["alice"]
     assert [r["effect_key"] for r in data["refusals"]] == ["k" * 64, None]
 
 
 def test_status_says_refusals_per_actor_in_one_line(
-    walled: tuple[str, list[Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    walled: tuple[str, list[Any]], tmp_path: Path, cli: InProcess
 ) -> None:
     path, _ = walled
-    lines = _out(["status", "--ledger", path], capsys).splitlines()
+    lines = cli.out(["status", "--ledger", path]).splitlines()
     assert "firewall refusals: 3 (alice 2, bob 1; actonce firewall)" in lines
-    assert json.loads(_out(["status", "--ledger", path, "--json"], capsys))[
-        "firewall_refusals"
-    ] == {"alice": 2, "bob": 1}
+    assert json.loads(cli.out(["status", "--ledger", path, "--json"]))["firewall_refusals"] == {
+        "alice": 2,
+        "bob": 1,
+    }

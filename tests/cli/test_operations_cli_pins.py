@@ -12,9 +12,9 @@ import re
 
 import pytest
 import test_operations_cli
+from inprocess import InProcess
 
 from actonce import Ledger
-from actonce.cli import main
 from actonce.cli._format import when
 
 KEY_HEX = test_operations_cli.KEY_HEX
@@ -38,18 +38,10 @@ def _cells(line: str) -> list[str]:
     return re.split(r" {2,}", line.strip())
 
 
-def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 0
-    out, err = capsys.readouterr()
-    assert err == ""
-    return out
-
-
-def test_operations_table_and_json(path: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_operations_table_and_json(path: str, cli: InProcess) -> None:
     with Ledger.open(path, readonly=True) as ledger:
         view = ledger.operations.get(OP)
-    out = _out(["operations", "--ledger", path], capsys).splitlines()
+    out = cli.out(["operations", "--ledger", path]).splitlines()
     assert _cells(out[0]) == [
         "operation", "state", "since", "stopped at", "attempt", "done", "not done", "money",
     ]  # fmt: skip
@@ -57,7 +49,7 @@ def test_operations_table_and_json(path: str, capsys: pytest.CaptureFixture[str]
     cells = _cells(out[1])
     assert cells[:5] == [OP, "needs_review", when(view.since), "undo of pay", "1"]
     assert cells[-1] == "240 EUR (held)"
-    (row,) = json.loads(_out(["operations", "--ledger", path, "--json"], capsys))
+    (row,) = json.loads(cli.out(["operations", "--ledger", path, "--json"]))
     assert row["operation"] == OP
     assert row["intent"] == "trip@v1"
     assert (row["state"], row["at"], row["undo"], row["attempt"], row["closed"]) == (
@@ -75,16 +67,14 @@ def test_operations_table_and_json(path: str, capsys: pytest.CaptureFixture[str]
     ]
     assert row["receipt"] == view.receipt.text
     assert row["user"] == view.receipt.data.get("user")
-    assert _out(["operations", "--due", "--ledger", path], capsys) == (
-        "no operations with work due\n"
-    )
-    assert json.loads(_out(["operations", "--due", "--ledger", path, "--json"], capsys)) == []
+    assert cli.out(["operations", "--due", "--ledger", path]) == ("no operations with work due\n")
+    assert json.loads(cli.out(["operations", "--due", "--ledger", path, "--json"])) == []
 
 
-def test_one_operation_where_it_stands(path: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_operation_where_it_stands(path: str, cli: InProcess) -> None:
     with Ledger.open(path, readonly=True) as ledger:
         view = ledger.operations.get(OP)
-    out = _out(["operation", OP, "--ledger", path], capsys).splitlines()
+    out = cli.out(["operation", OP, "--ledger", path]).splitlines()
     assert out[0] == f"operation {OP}  (intent trip@v1)"
     assert out[1] == f"state     needs_review: {view.reason}"
     assert out[2] == f"stands at undo of pay, attempt 1, since {when(view.since)}"
@@ -106,14 +96,14 @@ def test_one_operation_where_it_stands(path: str, capsys: pytest.CaptureFixture[
 
 def test_decide_says_what_the_operation_is_now(
     path: str,
-    capsys: pytest.CaptureFixture[str],
+    cli: InProcess,
 ) -> None:
     argv = ["decide", OP, "undone-by-hand", "--attempt", "1", "--reason", "voided at the bank",
             "--reviewer", "ana", "--ledger", path]  # fmt: skip
-    out = _out(argv, capsys)
+    out = cli.out(argv)
     assert out.startswith(f"{OP} is now compensating (undone_by_hand by ana): ")
     assert out.count("\n") == 1
-    one = _out(["operation", OP, "--ledger", path], capsys).splitlines()
+    one = cli.out(["operation", OP, "--ledger", path]).splitlines()
     at = one.index("decisions:")
     with Ledger.open(path, readonly=True) as ledger:
         (decision,) = ledger.operations.get(OP).decisions

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from stub_site import StubSite
 
-from actonce import Absent, scrub_stored
+from actonce import scrub_stored
 from actonce.browser import PageUnavailable
 from actonce.browser._capture import capture_page
 from actonce.browser._session import AsyncBrowserSession
-from actonce.browser._site import SiteEffect
 
 ORIGIN = "http://127.0.0.1:8765"
 HTML = "<!doctype html>\n<html><body>sid=abcd; short=abc; long=abcdef</body></html>"
@@ -106,20 +106,8 @@ async def test_a_sessions_captures_are_numbered_and_a_failure_raised(tmp_path: P
     assert broken._evidence_seq == 1
 
 
-class _Site(SiteEffect):
+class _Site(StubSite):
     kind = "probe"
-
-    def payload(self) -> dict[str, Any]:
-        return {}
-
-    async def prepare(self, session: AsyncBrowserSession) -> None:
-        return None
-
-    def control(self, session: AsyncBrowserSession) -> Any:
-        return None
-
-    async def verify(self, session: AsyncBrowserSession) -> Any:
-        return Absent()
 
 
 async def test_an_effects_evidence_is_its_folder_or_none(tmp_path: Path) -> None:

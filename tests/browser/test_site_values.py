@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from stub_site import StubSite
 
 from actonce import (
     Absent,
@@ -40,7 +41,6 @@ from actonce.browser import (
     RateLimited,
     ReadBackMismatch,
     Screens,
-    SiteEffect,
     StoppedAfterClick,
     StoppedBeforeClick,
     ThreadPart,
@@ -115,18 +115,8 @@ def test_a_declared_request_is_method_and_path() -> None:
     assert declared_requests(["POST /a", pattern]) == (RequestPattern("POST", "/a"), pattern)
 
 
-class _Minimal(SiteEffect):
-    def payload(self) -> dict[str, Any]:
-        return {"n": 1}
-
-    async def prepare(self, session: AsyncBrowserSession) -> None:
-        return None
-
-    def control(self, session: AsyncBrowserSession) -> Any:
-        return None
-
-    async def verify(self, session: AsyncBrowserSession) -> Any:
-        return Absent()
+class _Minimal(StubSite):  # kind, requests and the hooks left as SiteEffect has them
+    pass
 
 
 async def test_a_site_effects_defaults() -> None:

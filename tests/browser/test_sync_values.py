@@ -15,9 +15,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from stub_site import StubSite
 
 from actonce import (
-    Absent,
     Confirmed,
     EffectKey,
     Gate,
@@ -33,7 +33,6 @@ from actonce import (
 from actonce.browser import AsyncEffect, AsyncFirewall, as_effect
 from actonce.browser._browser import _same_profile_firewall
 from actonce.browser._session import AsyncBrowserSession
-from actonce.browser._site import SiteEffect
 from actonce.browser._sync import BrowserSession, Effect, Firewall, _LoopThread
 
 ORIGIN = "http://127.0.0.1:8765"
@@ -75,26 +74,8 @@ class _Page:
         self.closed = True
 
 
-class _Site(SiteEffect):
+class _Site(StubSite):
     kind = "probe"
-
-    def __init__(self, verdict: Any = None, failure: BaseException | None = None) -> None:
-        self.verdict = verdict if verdict is not None else Absent()
-        self.failure = failure
-
-    def payload(self) -> dict[str, Any]:
-        return {"n": 1}
-
-    async def prepare(self, session: AsyncBrowserSession) -> None:
-        return None
-
-    def control(self, session: AsyncBrowserSession) -> Any:
-        return None
-
-    async def verify(self, session: AsyncBrowserSession) -> Any:
-        if self.failure is not None:
-            raise self.failure
-        return self.verdict
 
 
 @pytest.fixture

@@ -85,7 +85,6 @@ class Ledger(LedgerBase):
             registry=registry,
             fingerprint_key=fingerprint_key,
             url=url,
-            signing_keys=signing_keys,
         )
         self.store = store
         self._heartbeats = Heartbeats()
@@ -383,7 +382,6 @@ class AsyncLedger(LedgerBase):
             registry=registry,
             fingerprint_key=fingerprint_key,
             url=url,
-            signing_keys=signing_keys,
         )
         self.store = threaded(store)
         self._driver = AsyncDriver(self.store, self.clock)

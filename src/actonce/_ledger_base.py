@@ -18,7 +18,6 @@ from typing import Any
 from ._effect import Effect, fingerprint_key_from_env, plan_of, reconcile_plan
 from ._registry import Registry
 from ._registry import registry as default_registry
-from ._rules.approvals import SigningKeys
 from ._rules.errors import UsageError
 from ._rules.model import EffectRecord
 from ._rules.secrets import FingerprintKey, mask_url
@@ -44,7 +43,6 @@ class LedgerBase:
         registry: Registry | None,
         fingerprint_key: FingerprintKey | None,
         url: str | None,
-        signing_keys: SigningKeys | None = None,
     ) -> None:
         if fingerprint_key is not None and not isinstance(fingerprint_key, FingerprintKey):
             raise UsageError(
@@ -53,7 +51,6 @@ class LedgerBase:
         if registry is not None and not isinstance(registry, Registry):
             raise UsageError(f"registry must be a Registry, not {type(registry).__name__}")
         self.clock: Clock = clock or SystemClock()
-        self._signing_keys = signing_keys
         self.registry = registry or default_registry
         self.fingerprint_key = (
             fingerprint_key if fingerprint_key is not None else fingerprint_key_from_env()

@@ -334,10 +334,10 @@ PLANTS: tuple[Plant, ...] = (
         bug="a lease extension that raises LedgerUnavailable marks the perform overtaken "
         "(and stops the beat task), async driver",
         path="src/actonce/_run/*.py",
-        old="            except LedgerError:\n                ok = True\n            finally:\n"
-        "                extending.remove(call)\n            if not ok:\n                overtaken.set()",
-        new="            except LedgerError:\n                ok = False\n            finally:\n"
-        "                extending.remove(call)\n            if not ok:\n                overtaken.set()",
+        old="            except LedgerError:\n                ok = True\n            if not ok:\n"
+        "                overtaken.set()",
+        new="            except LedgerError:\n                ok = False\n            if not ok:\n"
+        "                overtaken.set()",
         tests=(
             "tests/unit/test_issue23_pins.py::"
             "test_a_heartbeat_whose_extension_finds_the_ledger_unavailable_is_not_overtaken",

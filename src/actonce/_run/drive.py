@@ -442,57 +442,53 @@ class AsyncDriver:
         assert fns.perform is not None
         clock = self.clock
         started = clock.monotonic()
-        overtaken = asyncio.Event()
-        extending: list[asyncio.Future[bool]] = []  # the beat's store call under way, if any
-        beat = (
-            asyncio.create_task(self._beat(op, overtaken, extending)) if op.heartbeat > 0 else None
-        )
+        overtaken, stop = asyncio.Event(), asyncio.Event()
+        beat = asyncio.create_task(self._beat(op, overtaken, stop)) if op.heartbeat > 0 else None
         value: Any = None
         error: Exception | None = None
         try:
             value = await maybe_await(fns.perform())
         except Exception as exc:
             error = exc
-        finally:
+        except BaseException:  # cancelled: the beat goes too
             if beat is not None:
-                if extending:  # its answer may be the refusal: it counts
-                    (answered,) = await asyncio.gather(extending[0], return_exceptions=True)
-                    if answered is False:
-                        overtaken.set()
                 beat.cancel()
                 await asyncio.gather(beat, return_exceptions=True)
+            raise
+        if beat is not None:
+            # The beat ends at once, or after its store call under way: a
+            # refusal that call brings still counts.
+            stop.set()
+            await asyncio.gather(beat, return_exceptions=True)
         answer = perform_answer(value, error, started, clock, overtaken.is_set())
         if op.after is not None:
             points.hit(op.after)
         return answer
 
-    async def _beat(
-        self, op: Perform, overtaken: asyncio.Event, extending: list[asyncio.Future[bool]]
-    ) -> None:
+    async def _beat(self, op: Perform, overtaken: asyncio.Event, stop: asyncio.Event) -> None:
         clock = self.clock
         steps = getattr(clock, "steps", 0)
         due = time.monotonic() + op.heartbeat
         while True:
             # Real time, not the ledger clock's sleep: a test's frozen clock
             # must not move because a perform is slow.
-            await asyncio.sleep(max(0.0, min(due - time.monotonic(), STEP_CHECK)))
+            wait = max(0.0, min(due - time.monotonic(), STEP_CHECK))
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+                return  # the perform ended
+            except TimeoutError:
+                pass
             ledger_now = clock.now()
             now_steps = getattr(clock, "steps", 0)
             if now_steps == steps and time.monotonic() < due - 1e-3:
                 continue
             steps = now_steps
-            call = asyncio.ensure_future(
-                self.store.extend(
+            try:
+                ok = await self.store.extend(
                     op.key, (Status.EXECUTING, op.fence), ledger_now + op.lease_seconds
                 )
-            )
-            extending.append(call)
-            try:
-                ok = await asyncio.shield(call)
             except LedgerError:
                 ok = True
-            finally:
-                extending.remove(call)
             if not ok:
                 overtaken.set()
                 return

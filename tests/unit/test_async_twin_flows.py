@@ -31,6 +31,8 @@ from actonce import (
 )
 from actonce.testing import FakeProvider, FrozenClock, MemoryStore
 
+from .open_effects import left_open
+
 POLICY = Policy(settle_seconds=0, absence_authoritative=True, verify_attempts=1)
 
 
@@ -147,22 +149,6 @@ def _into(out: list[str]) -> Any:
     return lambda result: out.append(result.key)
 
 
-def _open_effect(ledger: Ledger, key: str, kind: str = "post") -> None:
-    tried: list[int] = []
-
-    def perform() -> None:
-        tried.append(1)
-        raise TimeoutError("no answer")
-
-    def verify() -> Any:
-        if tried:
-            raise ConnectionError("down")
-        return Absent()
-
-    policy = Policy(settle_seconds=0, verify_attempts=1)
-    assert ledger.run(Effect(key, kind, {}, perform, verify, policy=policy)).status is not None
-
-
 async def test_async_reconcile_reports_progress_resumes_and_errors_as_sync() -> None:
     from actonce import Registry
 
@@ -171,9 +157,9 @@ async def test_async_reconcile_reports_progress_resumes_and_errors_as_sync() -> 
         clock = FrozenClock()
         store = MemoryStore()
         ledger = Ledger(store, clock=clock)
-        _open_effect(ledger, "post:1")
-        _open_effect(ledger, "post:2")
-        _open_effect(ledger, "mail:1", kind="mail")
+        left_open(ledger, "post:1")
+        left_open(ledger, "post:2")
+        left_open(ledger, "mail:1", kind="mail")
         clock.advance(3600)
         reg = Registry()
         reg.register("post", lambda record: Confirmed() if record.key == "post:1" else Absent())

@@ -35,6 +35,8 @@ from actonce import (
 from actonce._rules.secrets import FingerprintKey
 from actonce.testing import FrozenClock
 
+from .open_effects import left_open
+
 POLICY = Policy(settle_seconds=0, absence_authoritative=True, verify_attempts=1)
 KEYS = SigningKeys((("k1", b"0123456789abcdef0123"),))
 
@@ -174,25 +176,10 @@ class _Telemetry:
         return _Scope(self.seen, run.operation)
 
 
-def _left_open(ledger: Ledger) -> None:
-    tried: list[int] = []
-
-    def perform() -> None:
-        tried.append(1)
-        raise TimeoutError("no answer")
-
-    def verify() -> Any:
-        if tried:
-            raise ConnectionError("down")
-        return _absent()
-
-    ledger.run(Effect("post:1", "post", {}, perform, verify, policy=Policy(settle_seconds=0)))
-
-
 async def test_a_reconcile_is_told_to_telemetry_as_a_reconcile_sync_and_async() -> None:
     for kind in ("sync", "async"):
         clock, store = FrozenClock(), MemoryStore()
-        _left_open(Ledger(store, clock=clock))
+        left_open(Ledger(store, clock=clock))
         clock.advance(3600)
         registry = Registry()
         registry.register("post", lambda record: Confirmed())

@@ -23,12 +23,13 @@ from actonce import (
     MemoryStore,
     Policy,
     Registry,
-    Status,
     UsageError,
 )
 from actonce._approvals import signing_keys_from_env
 from actonce._effect import fingerprint_key_from_env
 from actonce.testing import FrozenClock
+
+from .open_effects import left_open
 
 HEX = "00112233445566778899aabbccddeeff"
 
@@ -200,26 +201,7 @@ async def test_async_reconcile_names_open_effects_without_a_verifier() -> None:
     store = MemoryStore()
     sync = Ledger(store, clock=clock)
 
-    tried: list[int] = []
-
-    def boom() -> None:
-        tried.append(1)
-        raise TimeoutError("no answer")
-
-    def unsure() -> Any:
-        if tried:
-            raise ConnectionError("the site does not answer")
-        return Absent()
-
-    effect = Effect(
-        key="post:1",
-        kind="post",
-        payload={},
-        perform=boom,
-        verify=unsure,
-        policy=Policy(settle_seconds=0, verify_attempts=1),
-    )
-    assert sync.run(effect).status is Status.UNKNOWN
+    left_open(sync)
     clock.advance(3600)
     ledger = AsyncLedger(store, clock=clock, registry=Registry())
     report = await ledger.reconcile()

@@ -240,7 +240,7 @@ def test_listings_on_an_async_session_make_async_verifiers(new_session: SessionF
 
 
 def test_a_persistent_profile_lives_in_the_folder_given(tmp_path: Any) -> None:
-    profile = tmp_path / "profile"
+    profile = tmp_path / "agents" / "alice" / "profile"  # its parents are made too
     with Browser(user_data_dir=str(profile)):
         pass
     assert any(profile.iterdir()), "Chromium should keep its profile in user_data_dir"

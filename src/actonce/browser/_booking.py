@@ -195,12 +195,17 @@ def _counted(session: AsyncBrowserSession, paths: list[str]) -> Verdict:
     return Confirmed(refs[0], count=len(refs), refs=refs)
 
 
+def _name(record: dict[str, Any]) -> str:
+    """How the provider names a record: its id, or a booking's reference."""
+    return str(record.get("id") or record.get("reference"))
+
+
 def _within(trip: Trip, what: str, records: list[dict[str, Any]]) -> None:
     """No record above the approved ceiling is ever a success."""
     for r in records:
         if int(r.get("amount") or 0) > trip.ceiling:
             raise HardStop(
-                f"{what} {r.get('id')} of {r.get('amount')} cents is above the approved "
+                f"{what} {_name(r)} of {r.get('amount')} cents is above the approved "
                 f"ceiling of {trip.ceiling}: a human decides"
             )
 
@@ -210,7 +215,7 @@ def _one(records: list[dict[str, Any]], what: str) -> dict[str, Any]:
     if not records:
         raise NotPerformed(f"no {what}: nothing to act on")
     if len(records) > 1:
-        ids = ", ".join(str(r.get("id") or r.get("reference")) for r in records)
+        ids = ", ".join(_name(r) for r in records)
         raise HardStop(f"{len(records)} {what}s ({ids}): which one is ambiguous")
     return records[0]
 

@@ -193,6 +193,7 @@ def test_a_ledger_url_without_its_slashes_is_printed_without_its_password(
             "could not connect to postgres:u:[redacted]@localhost:5432 (refused)",
         ),
         ("redis:u:secret@h:6379/0", "redis:u:[redacted]@h:6379/0"),
+        ("postgresql:u:se:cret@h/db", "postgresql:u:[redacted]@h/db"),  # a colon in it
         ("postgresql:u@h/db", "postgresql:u@h/db"),  # a user alone: nothing secret
         ("sqlite:///x@y.db", "sqlite:///x@y.db"),
         ("postgresql:u:***@h/db", "postgresql:u:***@h/db"),  # masked already

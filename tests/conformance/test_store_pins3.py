@@ -1,7 +1,10 @@
 """Pins for the stores' survivors of the dev samples of round 1208
 (``python tests/mutants/areas.py --area _store --sample 40 --seed dev-1208-store-N``),
 every backend unless said: a lost claim answers the row as it stands (none when
-there is none) and writes nothing. Each was checked to fail on its mutant.
+there is none) and writes nothing; a verdict settles the approval whatever order
+PostgreSQL reads the holds in; a value PostgreSQL cannot hold, in any write
+statement of a transaction, is named a write (each statement's ``write`` flag) and
+rolls the whole transaction back. Each was checked to fail on its mutant.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from actonce import ApprovalStatus, Gate, Status
+from actonce import ApprovalStatus, Gate, Status, UsageError
 from actonce._rules.budgets import Draw, Pool
 from actonce._rules.holds import HoldStatus, Settle
 
@@ -73,3 +76,36 @@ def test_a_verdict_settles_the_approval_whatever_order_the_holds_come_in(
         assert {h.status for h in store.holds_of("k1")} == {SETTLED[how]}
     finally:
         store.close()
+
+
+def _nul_writes(store: Any) -> dict[str, Any]:
+    """Transactions whose one refused statement is the first, or a later, write."""
+    store.operation_put("op-r", None, "{}", NOW, "setup")
+    return {
+        "operation row": lambda: store.operation_put("op-1", None, "{\x00}", NOW, "r"),
+        "operation event": lambda: store.operation_put("op-1", None, "{}", NOW, "r\x00"),
+        "operation steps": lambda: store.operation_put(
+            "op-1", None, '{"steps": [{"key": "k\\u0000"}]}', NOW, "r"
+        ),
+        "receipt due": lambda: store.receipt_put("op-\x00", "complete", "t", "{}", NOW, "r"),
+        "receipt row": lambda: store.receipt_put("op-r", "complete", "t\x00", "{}", NOW, "r"),
+        "pool event": lambda: store.pool_define(Pool("a", Decimal(9)), NOW, "r\x00"),
+    }
+
+
+def test_a_value_postgresql_cannot_hold_in_any_write_of_a_transaction_is_named_a_write(
+    backend: str, store: Any
+) -> None:
+    if backend != "postgres":
+        pytest.skip("PostgreSQL's text refuses NUL; SQLite's holds it")
+    refused = {}
+    for name, write in _nul_writes(store).items():
+        with pytest.raises(UsageError) as exc:
+            write()
+        refused[name] = str(exc.value).partition(":")[0]
+    words = "the ledger cannot hold a value of this write (nothing was sent)"
+    assert refused == dict.fromkeys(refused, words)
+    # Each transaction was rolled back whole: nothing of it is in the ledger.
+    assert store.operation_get("op-1") is None and store.events("operation:op-1") == []
+    assert store.operation_of("k") is None and store.receipt_get("op-r") is None
+    assert store.pool_get("a") is None and store.events("budget:a") == []

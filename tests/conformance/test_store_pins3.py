@@ -4,7 +4,8 @@ every backend unless said: a lost claim answers the row as it stands (none when
 there is none) and writes nothing; a verdict settles the approval whatever order
 PostgreSQL reads the holds in; a value PostgreSQL cannot hold, in any write
 statement of a transaction, is named a write (each statement's ``write`` flag) and
-rolls the whole transaction back. Each was checked to fail on its mutant.
+rolls the whole transaction back; the ledger check connects with a timeout of
+whole seconds, at least one. Each was checked to fail on its mutant.
 """
 
 from __future__ import annotations
@@ -109,3 +110,25 @@ def test_a_value_postgresql_cannot_hold_in_any_write_of_a_transaction_is_named_a
     assert store.operation_get("op-1") is None and store.events("operation:op-1") == []
     assert store.operation_of("k") is None and store.receipt_get("op-r") is None
     assert store.pool_get("a") is None and store.events("budget:a") == []
+
+
+def test_the_ledger_check_connects_within_the_timeout_in_whole_seconds_at_least_one(
+    pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq takes whole seconds and reads 0 as "wait for ever": a timeout under a
+    second is one second, not none."""
+    psycopg = pytest.importorskip("psycopg")
+    from actonce import PostgresStore
+
+    dsn, schema = pg_schema
+    real, asked = psycopg.connect, []
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("connect_timeout"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    for timeout in (0.2, 2.7, 10.0):
+        PostgresStore(dsn, schema=schema, create=True, min_size=0, max_size=1,
+                      timeout=timeout).close()  # fmt: skip
+    assert asked == [1, 2, 10]

@@ -5,7 +5,8 @@ there is none) and writes nothing; a verdict settles the approval whatever order
 PostgreSQL reads the holds in; a value PostgreSQL cannot hold, in any write
 statement of a transaction, is named a write (each statement's ``write`` flag) and
 rolls the whole transaction back; the ledger check connects with a timeout of
-whole seconds, at least one. Each was checked to fail on its mutant.
+whole seconds, at least one; a ledger without a recorded schema version says 0, a
+corrupt one is refused (PostgreSQL raised a bare ``ValueError``: fixed). Each was checked to fail on its mutant.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from actonce import ApprovalStatus, Gate, Status, UsageError
+from actonce import ApprovalStatus, Gate, LedgerUnavailable, Status, UsageError
 from actonce._rules.budgets import Draw, Pool
 from actonce._rules.holds import HoldStatus, Settle
 
@@ -132,3 +133,31 @@ def test_the_ledger_check_connects_within_the_timeout_in_whole_seconds_at_least_
         PostgresStore(dsn, schema=schema, create=True, min_size=0, max_size=1,
                       timeout=timeout).close()  # fmt: skip
     assert asked == [1, 2, 10]
+
+
+def _set_version(store: Any, backend: str, value: str | None) -> None:
+    """Record (``None``: delete) the schema version behind the store's back."""
+    text, params = (
+        ("DELETE FROM actonce_meta WHERE name = 'schema_version'", ())
+        if value is None
+        else ("INSERT INTO actonce_meta (name, value) VALUES ('schema_version', %s)", (value,))
+    )
+    if backend == "sqlite":
+        store._conn.execute(text.replace("%s", "?"), params)
+        return
+    import psycopg
+
+    with psycopg.connect(store._target.conninfo, autocommit=True) as conn:
+        conn.execute(text, params)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_ledger_without_a_recorded_version_says_0_and_a_corrupt_one_is_refused(
+    store: Any, backend: str
+) -> None:
+    _set_version(store, backend, None)
+    assert store.schema_version() == 0
+    _set_version(store, backend, "x9")
+    with pytest.raises(LedgerUnavailable) as corrupt:
+        store.schema_version()
+    assert str(corrupt.value).endswith(" has a corrupt schema_version 'x9'; refusing to use it")

@@ -6,7 +6,8 @@ PostgreSQL reads the holds in; a value PostgreSQL cannot hold, in any write
 statement of a transaction, is named a write (each statement's ``write`` flag) and
 rolls the whole transaction back; the ledger check connects with a timeout of
 whole seconds, at least one; a ledger without a recorded schema version says 0, a
-corrupt one is refused (PostgreSQL raised a bare ``ValueError``: fixed). Each was checked to fail on its mutant.
+corrupt one is refused (PostgreSQL raised a bare ``ValueError``: fixed); a
+connection handed out closed sends nothing and says so, sync and async. Each was checked to fail on its mutant.
 """
 
 from __future__ import annotations
@@ -161,3 +162,63 @@ def test_a_ledger_without_a_recorded_version_says_0_and_a_corrupt_one_is_refused
     with pytest.raises(LedgerUnavailable) as corrupt:
         store.schema_version()
     assert str(corrupt.value).endswith(" has a corrupt schema_version 'x9'; refusing to use it")
+
+
+class _ClosingPool:
+    """A psycopg pool that hands out its connections closed (as a dead server leaves them)."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def getconn(self) -> Any:
+        conn = self.pool.getconn()
+        conn.close()
+        return conn
+
+    def putconn(self, conn: Any) -> None:
+        self.pool.putconn(conn)
+
+    async def agetconn(self) -> Any:
+        conn = await self.pool.getconn()
+        await conn.close()
+        return conn
+
+    async def aputconn(self, conn: Any) -> None:
+        await self.pool.putconn(conn)
+
+
+def test_a_connection_handed_out_closed_sends_nothing_and_says_so(
+    pg_schema: tuple[str, str],
+) -> None:
+    import asyncio
+
+    from actonce import PostgresStore
+    from actonce._store.postgres import AsyncPostgresStore
+
+    dsn, schema = pg_schema
+    store = PostgresStore(dsn, schema=schema, create=True, min_size=0, max_size=2)
+    real, store._pool = store._pool, _ClosingPool(store._pool)
+    said = []
+    for call in (store.queue_counts, lambda: store.queue_put("mail", "{}", NOW)):
+        with pytest.raises(LedgerUnavailable) as refused:
+            call()
+        said.append(str(refused.value))
+
+    async def go() -> None:
+        other = AsyncPostgresStore(dsn, schema=schema, min_size=0, max_size=2)
+        pool = _ClosingPool(await other._get_pool())
+        other._pool = pool
+        pool.getconn, pool.putconn = pool.agetconn, pool.aputconn  # type: ignore[method-assign]
+        try:
+            for call in (other.queue_counts, lambda: other.queue_put("mail", "{}", NOW)):
+                with pytest.raises(LedgerUnavailable) as refused:
+                    await call()
+                said.append(str(refused.value))
+        finally:
+            await pool.pool.close()  # or asyncio.run waits for its workers
+
+    asyncio.run(go())
+    assert said == [f"ledger connection closed before the {w}" for w in ("read", "write")] * 2
+    store._pool = real
+    assert store.queue_counts()["queued"] == 0
+    store.close()

@@ -302,3 +302,20 @@ def test_the_target_takes_the_urls_pool_sizes_unless_given() -> None:
     assert (only_max.min_size, only_max.max_size) == (1, 4)
     only_min = target_of("postgresql://u@h/db?pool_min=0", None, None, None)
     assert (only_min.min_size, only_min.max_size) == (0, 10)
+
+
+def test_a_url_splits_at_its_first_scheme_mark_query_mark_and_equals_sign(
+    tmp_path: Path,
+) -> None:
+    """``://``, ``?`` and ``=`` may come again in what follows them: the first one splits."""
+    assert sqlite_path("sqlite:///a://b.db") == "a://b.db"
+    assert sqlite_path("sqlite:///a.db?x=y?z") == "a.db"
+    assert isinstance(open_store("memory://x://y"), MemoryStore)
+    (tmp_path / "d:").mkdir()
+    s = open_store(f"sqlite:///{tmp_path}/d://x.db", create=True)
+    assert isinstance(s, SQLiteStore) and s.path == f"{tmp_path}/d://x.db"
+    s.close()
+    for query, value in (("sync=all?x", "all?x"), ("sync=all=x", "all=x")):
+        with pytest.raises(BadLedgerURL) as refused:
+            open_store(f"sqlite:///{tmp_path}/y.db?{query}", create=True)
+        assert str(refused.value) == f"sync must be 'marks' or 'all', not '{value}'"

@@ -41,6 +41,7 @@ from . import (
     operation_ops,
     summary_ops,
 )
+from . import migrations as _migrations
 from . import postgres_ops as ops
 from .base import Expect
 from .pg_scrubbing import AsyncScrubbingCursor, ScrubbingCursor
@@ -316,11 +317,12 @@ class PostgresStore:
         return parse_url(url, keep_schema=False)[0]
 
     def schema_version(self) -> int:
-        """The schema version recorded in the database."""
+        """The schema version recorded in the database (0 if none; a corrupt one is refused)."""
         row = self._run(
             ops.read_one("SELECT value FROM actonce_meta WHERE name = 'schema_version'")
         )
-        return 0 if row is None else int(row[0])
+        value = None if row is None else str(row[0])
+        return _migrations.parse_version(value, self._target.where)
 
     get = _sync(ops.get)
     match_prefix = _sync(ops.match_prefix)

@@ -47,6 +47,11 @@ class Target:
     max_size: int
     display: str
 
+    @property
+    def where(self) -> str:
+        """The ledger as messages name it: the masked URL, and its schema if any."""
+        return self.display + (f" (schema {self.schema})" if self.schema else "")
+
 
 def parse_url(
     url: str, *, schema: str | None = None, keep_schema: bool = True
@@ -131,7 +136,7 @@ def _has_tables(conn: psycopg.Connection[Any]) -> bool:
 
 def open_schema(target: Target, connect_timeout: float, *, create: bool, readonly: bool) -> str:
     """Check (and when asked, create or migrate) the ledger; return its id."""
-    where = target.display + (f" (schema {target.schema})" if target.schema else "")
+    where = target.where
     try:
         with psycopg.connect(
             target.conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))

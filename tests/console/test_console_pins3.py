@@ -1,0 +1,112 @@
+"""Pins for what the console's tests left unstated in the dev-1208 round (issue 23, item 2).
+
+Found by ``python tests/mutants/areas.py --area console --seed dev-1208-console-N``
+and by the weak spots of the round before: an unknown queue filter, the
+receipts page's next cursor, a hold confirmed twice, a server that fails
+to start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from actonce import Confirmed, Effect, Ledger, MemoryStore, Operation, Step
+from actonce.console import ConsoleServer, Reviewers
+from actonce.console._console import Console
+from actonce.console._holds import ReviewHolds
+from actonce.console._receipts import PAGE, receipts_page
+from actonce.console._views import queue_page
+from actonce.testing import FrozenClock
+
+from .world import World
+
+# --- the queue's status filter ------------------------------------------------------------
+
+
+def test_an_unknown_queue_filter_is_the_review_queue_with_its_operations(still: World) -> None:
+    console = Console(still.ledger, still.reviewers())
+    review = queue_page(console, "ana", "review", "", None)
+    assert len(review["operations"]) == 1, review["operations"]
+    for unknown in ("nonsense", "", "REVIEW", "pending"):
+        page = queue_page(console, "ana", unknown, "", None)
+        assert page == review, f"status={unknown!r} is not the review queue whole"
+
+
+def test_an_unknown_queue_filter_over_http_shows_the_operations_in_review(
+    signed_in: Callable[..., tuple[httpx.Client, str]],
+) -> None:
+    client, _ = signed_in()
+    page = client.get("/", params={"status": "bogus"})
+    assert page.status_code == 200
+    assert '<h2 id="operations">Operations stopped for a person</h2>' in page.text
+    assert '<option value="review" selected>unknown + needs review</option>' in page.text
+
+
+# --- the receipts page's next cursor ------------------------------------------------------
+
+
+def _receipts(count: int) -> Ledger:
+    """A ledger of ``count`` one-step operations, one a second apart."""
+    clock = FrozenClock()
+    ledger = Ledger(MemoryStore(), clock=clock)
+    for n in range(count):
+        key = f"op-{n:03d}-step"
+        step = Effect(key=key, kind="pin", payload={"n": n}, perform=lambda k=key: k,
+                      verify=lambda k=key: Confirmed(k))  # fmt: skip
+        assert Operation(ledger, f"op-{n:03d}", [Step("only", step, "retriable")]).run().done
+        clock.advance(1)
+    return ledger
+
+
+def test_a_full_receipts_page_names_the_time_of_its_last_receipt_as_the_next_cursor() -> None:
+    ledger = _receipts(PAGE + 1)
+    console = Console(ledger, Reviewers())
+    first = receipts_page(console, None)
+    ids = [r["id"] for r in first["receipts"]]
+    assert ids == [f"op-{n:03d}" for n in range(PAGE, 0, -1)], ids  # newest first, 50 of them
+    written = dict((r.operation_id, at) for r, at in ledger.receipts(limit=PAGE + 1))
+    assert first["next"] == repr(written["op-001"]), first["next"]
+    rest = receipts_page(console, first["next"])
+    assert [r["id"] for r in rest["receipts"]] == ["op-000"] and rest["next"] is None
+
+
+def test_a_receipts_page_of_exactly_fifty_has_no_next_cursor() -> None:
+    page = receipts_page(Console(_receipts(PAGE), Reviewers()), None)
+    assert len(page["receipts"]) == PAGE and page["next"] is None
+
+
+# --- a hold confirmed twice ---------------------------------------------------------------
+
+
+def test_a_hold_confirmed_twice_stays_held_and_is_let_go_once() -> None:
+    clock = FrozenClock()
+    ledger = Ledger(MemoryStore(), clock=clock)
+    holds = ReviewHolds(ledger, 10.0)
+    holds.take("k", "ana")
+    clock.advance(4)
+    assert holds.confirm("k", "ana"), "the first confirmation was refused"
+    clock.advance(4)
+    assert holds.confirm("k", "ana"), "a hold confirmed once is not confirmed again"
+    state = holds.state("k", "ana")
+    assert (state.holder, state.until, state.mine, state.here) == (
+        "ana", 1_700_000_018.0, True, True,
+    )  # fmt: skip
+    holds.release("k", "ana")
+    assert holds.state("k", "bo").free, "a hold confirmed twice was not let go"
+    assert not holds.confirm("k", "ana"), "a released hold was confirmed"
+
+
+# --- a server that fails to start ---------------------------------------------------------
+
+
+def test_a_server_whose_run_fails_says_so_and_frees_its_port() -> None:
+    server = ConsoleServer(Ledger(MemoryStore()), Reviewers())
+    server.app = "actonce_no_such_module:app"  # uvicorn cannot load it: its run exits
+    with pytest.raises(RuntimeError, match=r"^the console failed to start$") as failed:
+        server.start()
+    assert isinstance(failed.value.__cause__, SystemExit), repr(failed.value.__cause__)
+    with pytest.raises(RuntimeError, match=r"^the console is not running$"):
+        _ = server.url

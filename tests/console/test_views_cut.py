@@ -1,0 +1,126 @@
+"""The lengths each view cuts a value to: whole at its limit, cut with "…" one past it.
+
+A page shows what a user, an agent or a provider wrote; every such value
+has a length it is cut to, so a page stays readable whatever was stored.
+Each test below stores every field of one view once at its limit and once
+one character past it, and reads the view.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from actonce import Absent, Effect, Fact, Intent, Ledger, MemoryStore, Policy, Registry
+from actonce.console import Reviewers
+from actonce.console._console import Console
+from actonce.console._views import approvals_page, effect_page, packet_page, queue_page
+from actonce.testing import FrozenClock
+
+from .world import KEYS
+
+
+def shown_as(char: str, limit: int, over: int) -> str:
+    """What a page shows of ``char * (limit + over)``, cut at ``limit``."""
+    return char * limit if not over else char * (limit - 1) + "…"
+
+
+#: A packet's fields and the lengths its page cuts them to.
+PACKET_LIMITS = {
+    "user": 80, "intent": 120, "action": 80, "destination": 200, "detail_name": 80,
+    "detail_value": 300, "terms": 2000, "fact_name": 80, "fact_source": 200, "note": 500,
+}  # fmt: skip
+SOURCE = "https://s.example/"
+QUICK = Policy(settle_seconds=0.0, verify_attempts=1, verify_backoff=0.0)
+
+
+def _packet_ledger(over: int) -> tuple[Ledger, str]:
+    """A ledger with one answered packet, every field ``over`` past its limit."""
+    n = {name: limit + over for name, limit in PACKET_LIMITS.items()}
+    clock = FrozenClock()
+    ledger = Ledger(MemoryStore(), clock=clock, signing_keys=KEYS)
+    intent = ledger.intents.put(
+        Intent("i" * n["intent"], "purchase", user="u" * n["user"], provider="Shop",
+               price_ceiling=Decimal("50"), currency="EUR")
+    )  # fmt: skip
+    fact = Fact("n" * n["fact_name"], "x", observed_at=clock.now(),
+                source=SOURCE + "s" * (n["fact_source"] - len(SOURCE)))  # fmt: skip
+    asked = ledger.approvals.request(
+        intent, "a" * n["action"], "key-1", destination="d" * n["destination"], amount="42",
+        currency="EUR", details={"k" * n["detail_name"]: "v" * n["detail_value"]},
+        terms="t" * n["terms"], facts=[fact],
+    )  # fmt: skip
+    packet = asked.packet.packet_id
+    ledger.approvals.answer(packet, "approve", by="u" * n["user"], note="o" * n["note"])
+    return ledger, packet
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_a_packets_page_cuts_each_field_at_its_length(over: int) -> None:
+    ledger, packet = _packet_ledger(over)
+    page = packet_page(Console(ledger, Reviewers()), packet, "ana")
+    p = page["p"]
+    got = {
+        "user": p["user"],
+        "decided_by": p["decided_by"],
+        "intent": p["intent"],
+        "action": p["action"],
+        "destination": p["destination"],
+        "details": p["details"],
+        "terms": p["terms"],
+        "note": p["note"],
+        "fact_name": p["facts"][0]["name"],
+        "fact_source": p["facts"][0]["source"],
+    }
+    source = SOURCE + "s" * (200 + over - len(SOURCE))
+    assert got == {
+        "user": shown_as("u", 80, over),
+        "decided_by": shown_as("u", 80, over),
+        "intent": shown_as("i", 120, over) + " version 1",
+        "action": shown_as("a", 80, over),
+        "destination": shown_as("d", 200, over),
+        "details": [(shown_as("k", 80, over), shown_as("v", 300, over))],
+        "terms": shown_as("t", 2000, over),
+        "note": shown_as("o", 500, over),
+        "fact_name": shown_as("n", 80, over),
+        "fact_source": source if not over else source[:199] + "…",
+    }
+    # The summary (action, details, destination) is long either way: cut at 300.
+    assert len(p["summary"]) == 300 and p["summary"].endswith("…"), p["summary"]
+    # A history row's message (the request names the action and the details): cut at 500.
+    requested = page["history"][0]
+    assert requested["what"] == "requested"
+    assert len(requested["message"]) == 500 and requested["message"].endswith("…")
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_a_packets_row_in_the_lists_cuts_its_user_and_summary(over: int) -> None:
+    ledger, packet = _packet_ledger(over)
+    console = Console(ledger, Reviewers())
+    (row,) = approvals_page(console, "approved")["packets"]
+    assert row["id"] == packet and row["user"] == shown_as("u", 80, over)
+    assert len(row["summary"]) == 300 and row["summary"].endswith("…")
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_an_effects_page_and_its_queue_row_cut_owner_holder_and_reason(over: int) -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), registry=Registry())
+
+    def perform() -> None:
+        raise RuntimeError("HTTP 500")
+
+    effect = Effect("k-1", "kind", {"reference": "R"}, perform, Absent, policy=QUICK)
+    ledger.run(effect, run_id="o" * (120 + over))  # the run's id is the record's owner
+    console = Console(ledger, Reviewers())
+    console.holds.take("k-1", "h" * (80 + over))
+    page = effect_page(console, "k-1", "ana")
+    assert page["owner"] == shown_as("o", 120, over)
+    assert page["hold"]["holder"] == shown_as("h", 80, over)
+    (row,) = queue_page(console, "ana", "review", "", None)["rows"]
+    assert row["hold"]["holder"] == shown_as("h", 80, over)
+    ledger.resolve("k-1", "abandon", reviewer="bo", reason="y" * (200 - 14 + over))
+    (row,) = queue_page(console, "ana", "abandoned", "", None)["rows"]
+    # The record's reason is "abandon: <reason> (bo)": 14 characters more.
+    full = "abandon: " + "y" * (186 + over) + " (bo)"
+    assert row["reason"] == (full if not over else full[:199] + "…"), row["reason"]

@@ -12,10 +12,22 @@ from decimal import Decimal
 
 import pytest
 
-from actonce import Absent, Effect, Fact, Intent, Ledger, MemoryStore, Policy, Registry
+from actonce import (
+    Absent,
+    Effect,
+    Fact,
+    Hold,
+    HoldKind,
+    HoldStatus,
+    Intent,
+    Ledger,
+    MemoryStore,
+    Policy,
+    Registry,
+)
 from actonce.console import Reviewers
 from actonce.console._console import Console
-from actonce.console._views import approvals_page, effect_page, packet_page, queue_page
+from actonce.console._views import _context, approvals_page, effect_page, packet_page, queue_page
 from actonce.testing import FrozenClock
 
 from .world import KEYS
@@ -124,3 +136,17 @@ def test_an_effects_page_and_its_queue_row_cut_owner_holder_and_reason(over: int
     # The record's reason is "abandon: <reason> (bo)": 14 characters more.
     full = "abandon: " + "y" * (186 + over) + " (bo)"
     assert row["reason"] == (full if not over else full[:199] + "…"), row["reason"]
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_an_intent_in_an_effects_context_cuts_its_ref_and_its_values(over: int) -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=KEYS)
+    intent_id = "i" * (200 - len("@v1") + over)
+    ledger.intents.put(Intent(intent_id, "purchase", user="ana", provider="p" * (300 + over)))
+    hold = Hold(1, HoldKind.INTENT, f"{intent_id}@v1", Decimal(0), HoldStatus.HELD, 0.0, None)
+    (intent,) = _context(Console(ledger, Reviewers()), [hold], [], "ana")["intents"]
+    ref = f"{intent_id}@v1"
+    assert intent["ref"] == (ref if not over else ref[:199] + "…")
+    fields = {name: value for name, value, _ in intent["fields"]}
+    assert fields["provider"] == shown_as("p", 300, over)
+    assert fields["intent_id"] == intent_id  # under 300: whole

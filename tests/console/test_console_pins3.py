@@ -12,12 +12,30 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.testclient import TestClient
 
-from actonce import Confirmed, Effect, Ledger, MemoryStore, Operation, Step
+from actonce import (
+    Confirmed,
+    Effect,
+    Event,
+    EventType,
+    Ledger,
+    MemoryStore,
+    Operation,
+    Status,
+    Step,
+)
 from actonce.console import ConsoleServer, Reviewers
 from actonce.console._console import Console
+from actonce.console._guard import SecurityHeaders
 from actonce.console._holds import ReviewHolds
 from actonce.console._receipts import PAGE, receipts_page
+from actonce.console._timeline import entries
 from actonce.console._views import queue_page
 from actonce.testing import FrozenClock
 
@@ -110,3 +128,34 @@ def test_a_server_whose_run_fails_says_so_and_frees_its_port() -> None:
     assert isinstance(failed.value.__cause__, SystemExit), repr(failed.value.__cause__)
     with pytest.raises(RuntimeError, match=r"^the console is not running$"):
         _ = server.url
+
+
+# --- dev-1208-console-1's survivors -------------------------------------------------------
+
+
+def test_a_security_header_a_response_sets_itself_is_kept_once() -> None:
+    async def own(request: Request) -> Response:
+        return Response(
+            "x", headers={"Cache-Control": "max-age=60", "X-Frame-Options": "SAMEORIGIN"}
+        )
+
+    app = Starlette(routes=[Route("/", own)], middleware=[Middleware(SecurityHeaders)])
+    answer = TestClient(app).get("/")
+    assert answer.headers.get_list("cache-control") == ["max-age=60"], answer.headers
+    assert answer.headers.get_list("x-frame-options") == ["SAMEORIGIN"], answer.headers
+    for name, value in (("referrer-policy", "no-referrer"), ("x-content-type-options", "nosniff"),
+                        ("cross-origin-opener-policy", "same-origin"),
+                        ("cross-origin-resource-policy", "same-origin")):  # fmt: skip
+        assert answer.headers.get_list(name) == [value], (name, answer.headers)
+
+
+@pytest.mark.parametrize("data", [None, ["a", "list"], "text"])
+def test_a_timeline_entry_of_an_event_whose_data_is_no_mapping_shows_no_data(data: object) -> None:
+    event = Event("k", EventType.ABANDONED, 0.0, 1, run_id="review:bo",
+                  from_status=Status.NEEDS_REVIEW, to_status=Status.ABANDONED,
+                  data=data)  # type: ignore[arg-type]  # fmt: skip
+    (entry,) = entries([event])
+    assert (entry.data, entry.facts, entry.tags) == ("", (), ())
+    assert entry.label == "decision: abandoned" and entry.by_reviewer == "bo", (
+        "the reviewer of a decision is read from its run id"
+    )

@@ -8,12 +8,15 @@ one character past it, and reads the view.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
 
 from actonce import (
     Absent,
+    Confirmed,
+    DecisionRecord,
     Effect,
     Fact,
     Hold,
@@ -22,15 +25,20 @@ from actonce import (
     Intent,
     Ledger,
     MemoryStore,
+    Operation,
+    OperationDecision,
     Policy,
     Registry,
+    Step,
 )
 from actonce.console import Reviewers
 from actonce.console._console import Console
+from actonce.console._operations import _decision, operation_page, operation_row
+from actonce.console._receipts import receipt_page, receipts_page, step_rows
 from actonce.console._views import _context, approvals_page, effect_page, packet_page, queue_page
 from actonce.testing import FrozenClock
 
-from .world import KEYS
+from .world import KEYS, World
 
 
 def shown_as(char: str, limit: int, over: int) -> str:
@@ -150,3 +158,84 @@ def test_an_intent_in_an_effects_context_cuts_its_ref_and_its_values(over: int) 
     fields = {name: value for name, value, _ in intent["fields"]}
     assert fields["provider"] == shown_as("p", 300, over)
     assert fields["intent_id"] == intent_id  # under 300: whole
+
+
+# --- operations and receipts --------------------------------------------------------------
+
+
+def _pin(key: str) -> Effect:
+    return Effect(
+        key=key, kind="pin", payload={}, perform=lambda: "r", verify=lambda: Confirmed("r")
+    )
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_an_operations_page_cuts_its_headline_facts_proofs_and_intent(over: int) -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=KEYS)
+    console = Console(ledger, Reviewers())
+    long_id = "o" * (500 - len("Operation  is done.") + over)
+    assert Operation(ledger, long_id, [Step("x", _pin("s0"), "retriable")]).run().done
+    headline = f"Operation {long_id} is done."
+    page = operation_page(console, long_id, "ana", {})["op"]
+    assert page["headline"] == (headline if not over else headline[:499] + "…")
+    (row,) = receipts_page(console, None)["receipts"]
+    assert row["first"] == headline[:199] + "…" and row["id"] == long_id[:199] + "…"
+    receipt = receipt_page(console, long_id)
+    assert receipt is not None and receipt["headline"] == page["headline"]
+    intent = ledger.intents.put(Intent("i" * (200 - len("@v1") + over), "purchase", user="ana"))
+    # "verification found <name> (attempt 1)": 31 characters more than the step's name;
+    # the facts' "How we know" line joins both steps' proofs and ends with a full stop.
+    first, second = "a" * (300 - 31 + over), "b" * 166
+    steps = [Step(first, _pin("s1"), "retriable"), Step(second, _pin("s2"), "retriable")]
+    assert Operation(ledger, "op-2", steps, intent=intent.ref).run().done
+    page = operation_page(console, "op-2", "ana", {})["op"]
+    proof = f"verification found {first} (attempt 1)"
+    assert page["know"] == [
+        proof if not over else proof[:299] + "…",
+        f"verification found {second} (attempt 1)",
+    ]
+    line = f"{proof}; verification found {second} (attempt 1)."
+    assert dict(page["facts"])["How we know"] == (line if not over else line[:499] + "…")
+    ref = str(intent.ref)
+    assert len(ref) == 200 + over and page["intent"] == (ref if not over else ref[:199] + "…")
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_an_operations_row_cuts_each_of_its_values(still: World, over: int) -> None:
+    (view,) = still.ledger.operations.in_review()
+    user = {
+        "done": ["d" * (300 + over)], "not_done": ["n" * (300 + over)],
+        "uncertain": ["u" * (300 + over)], "currency": "EUR", "charged_state": "charged",
+        "charged": "9" * (120 - len(" EUR held") + over),
+    }  # fmt: skip
+    receipt = replace(view.receipt, data={**view.receipt.data, "user": user})
+    step = "s" * (120 - len("the undo of ") + over)
+    view = replace(view, op_id="o" * (200 + over), reason="r" * (300 + over), step=step,
+                   undo=True, receipt=receipt)  # fmt: skip
+    row = operation_row(view, 0.0)
+    money = f"{user['charged']} EUR held"
+    assert {
+        k: row[k] for k in ("id", "at", "done", "not_done", "uncertain", "money", "reason")
+    } == {
+        "id": shown_as("o", 200, over),
+        "at": ("the undo of " + step) if not over else ("the undo of " + step)[:119] + "…",
+        "done": shown_as("d", 300, over),
+        "not_done": shown_as("n", 300, over),
+        "uncertain": shown_as("u", 300, over),
+        "money": money if not over else money[:119] + "…",
+        "reason": shown_as("r", 300, over),
+    }
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_a_receipts_step_and_an_operations_decision_cut_their_values(over: int) -> None:
+    step = {"name": "n" * (80 + over), "role": "r" * (40 + over), "status": "confirmed",
+            "key": "k-1", "provider_ref": "p" * (200 + over)}  # fmt: skip
+    (row,) = step_rows({"steps": [step]})
+    assert (row["name"], row["role"], row["provider_ref"]) == (
+        shown_as("n", 80, over), shown_as("r", 40, over), shown_as("p", 200, over),
+    )  # fmt: skip
+    decision = DecisionRecord(OperationDecision.ACCEPT, "b" * (80 + over), 0.0, "why",
+                              "s" * (80 + over), 1, 1)  # fmt: skip
+    shown = _decision(decision)
+    assert (shown["by"], shown["step"]) == (shown_as("b", 80, over), shown_as("s", 80, over))

@@ -18,6 +18,8 @@ from actonce import (
     Confirmed,
     DecisionRecord,
     Effect,
+    Event,
+    EventType,
     Fact,
     Hold,
     HoldKind,
@@ -33,8 +35,10 @@ from actonce import (
 )
 from actonce.console import Reviewers
 from actonce.console._console import Console
+from actonce.console._evidence import _wire
 from actonce.console._operations import _decision, operation_page, operation_row
 from actonce.console._receipts import receipt_page, receipts_page, step_rows
+from actonce.console._timeline import _facts, evidence_refs
 from actonce.console._views import _context, approvals_page, effect_page, packet_page, queue_page
 from actonce.testing import FrozenClock
 
@@ -239,3 +243,47 @@ def test_a_receipts_step_and_an_operations_decision_cut_their_values(over: int) 
                               "s" * (80 + over), 1, 1)  # fmt: skip
     shown = _decision(decision)
     assert (shown["by"], shown["step"]) == (shown_as("b", 80, over), shown_as("s", 80, over))
+
+
+# --- a timeline's facts, its evidence folders, a folder's wire requests -------------------
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_a_timelines_facts_cut_each_value_at_its_length(over: int) -> None:
+    data = {
+        "perform": {"error": "e" * (500 + over),
+                    "details": {"wire": [], "sent": "s" * (20 + over), "refused": "f" * (20 + over)}},
+        "duplicate": {"count": "c" * (10 + over), "refs": ["r" * (120 + over)]},
+        "alarm": {"attempt": "a" * (10 + over), "current_attempt": "b" * (10 + over)},
+        "result_ref": "R" * (300 + over),
+    }  # fmt: skip
+    assert _facts(data) == [
+        ("perform raised", shown_as("e", 500, over)),
+        ("mutating requests sent", shown_as("s", 20, over)),
+        ("requests refused by the guard", shown_as("f", 20, over)),
+        ("duplicate detected", f"{shown_as('c', 10, over)} results {shown_as('r', 120, over)}"),
+        ("alarm", f"attempt {shown_as('a', 10, over)} performed while attempt "
+                  f"{shown_as('b', 10, over)} held the effect"),
+        ("result", shown_as("R", 300, over)),
+    ]  # fmt: skip
+    folder = "/evidence/" + "l" * (120 + over)
+    event = Event("k", EventType.EVIDENCE, 0.0, 1, data={"evidence": folder}, seq=3)
+    (ref,) = evidence_refs([event])
+    assert ref.label == shown_as("l", 120, over) and ref.folder == folder
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_a_folders_wire_requests_cut_each_value_and_stop_at_fifty(over: int) -> None:
+    url = "https://x.example/" + "u" * (300 - len("https://x.example/") + over)
+    item = {"method": "m" * (10 + over), "url": url, "at": "a" * (20 + over),
+            "outcome": "o" * (120 + over), "took": "t" * (20 + over)}  # fmt: skip
+    rows, sent = _wire({"wire": [item] * (50 + over), "sent": "s" * (10 + over), "refused": 1})
+    assert len(rows) == 50, "a folder shows its first fifty requests"
+    assert rows[0] == {
+        "method": shown_as("m", 10, over),
+        "url": url if not over else url[:299] + "…",
+        "at": shown_as("a", 20, over),
+        "outcome": shown_as("o", 120, over),
+        "took": shown_as("t", 20, over),
+    }
+    assert sent == f"{shown_as('s', 10, over)} sent, 1 refused"

@@ -35,13 +35,16 @@ from actonce import (
 )
 from actonce.console import Reviewers
 from actonce.console._console import Console
+from actonce.console._decide import words_of
 from actonce.console._evidence import _wire
 from actonce.console._operations import _decision, operation_page, operation_row
 from actonce.console._receipts import receipt_page, receipts_page, step_rows
 from actonce.console._timeline import _facts, evidence_refs
 from actonce.console._views import _context, approvals_page, effect_page, packet_page, queue_page
+from actonce.console._words import object_of
 from actonce.testing import FrozenClock
 
+from .test_reviewers_and_words_whole import _record
 from .world import KEYS, World
 
 
@@ -287,3 +290,14 @@ def test_a_folders_wire_requests_cut_each_value_and_stop_at_fifty(over: int) -> 
         "took": shown_as("t", 20, over),
     }
     assert sent == f"{shown_as('s', 10, over)} sent, 1 refused"
+
+
+# --- an effect in words, a verdict in words -----------------------------------------------
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_an_object_read_from_the_payload_and_a_verdicts_result_are_cut(over: int) -> None:
+    assert object_of(_record({"reference": "x" * (120 + over)})) == shown_as("x", 120, over)
+    state, words, ref = words_of(Confirmed("R" * (300 + over)))
+    assert (state, ref) == ("confirmed", shown_as("R", 300, over))
+    assert words == f"confirmed: {shown_as('R', 300, over)} (1 match)"

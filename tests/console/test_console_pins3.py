@@ -9,6 +9,7 @@ to start.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import httpx
 import pytest
@@ -24,6 +25,9 @@ from actonce import (
     Effect,
     Event,
     EventType,
+    Hold,
+    HoldKind,
+    HoldStatus,
     Ledger,
     MemoryStore,
     Operation,
@@ -32,11 +36,12 @@ from actonce import (
 )
 from actonce.console import ConsoleServer, Reviewers
 from actonce.console._console import Console
-from actonce.console._guard import SecurityHeaders
+from actonce.console._guard import SecurityHeaders, guarded, own_origin
 from actonce.console._holds import ReviewHolds
 from actonce.console._receipts import PAGE, receipts_page
+from actonce.console._sessions import Sessions
 from actonce.console._timeline import entries
-from actonce.console._views import queue_page
+from actonce.console._views import _context, queue_page
 from actonce.testing import FrozenClock
 
 from .world import World
@@ -159,3 +164,42 @@ def test_a_timeline_entry_of_an_event_whose_data_is_no_mapping_shows_no_data(dat
     assert entry.label == "decision: abandoned" and entry.by_reviewer == "bo", (
         "the reviewer of a decision is read from its run id"
     )
+
+
+# --- dev-1208-console-2's survivors -------------------------------------------------------
+
+
+def test_a_guarded_endpoint_without_a_name_is_called_guard() -> None:
+    class Endpoint:
+        """An endpoint object (no __name__ of its own)."""
+
+        async def __call__(self, request: Request) -> Response:
+            return Response("x")
+
+    endpoint = Endpoint()
+    guard = guarded(endpoint, Sessions())
+    assert guard.__name__ == "guard" and guard.__doc__ == Endpoint.__doc__
+    assert guard.__wrapped__ is endpoint  # type: ignore[attr-defined]
+
+
+def test_the_origin_of_a_request_naming_no_host_has_an_empty_host() -> None:
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "scheme": "http",
+             "query_string": b"", "server": ("127.0.0.1", 8000)}  # fmt: skip
+    assert own_origin(Request(scope)) == "http://"
+    named = {**scope, "headers": [(b"host", b"127.0.0.1:8080")], "scheme": "https"}
+    assert own_origin(Request(named)) == "https://127.0.0.1:8080"
+
+
+def test_an_effects_context_skips_a_hold_it_cannot_read_and_shows_the_next(
+    still: World,
+) -> None:
+    console = Console(still.ledger, still.reviewers())
+    approved = still.packets["approved"]
+    gone = Hold(1, HoldKind.INTENT, "no-such-intent@v1", Decimal(0), HoldStatus.HELD, 0.0, None)
+    bad = Hold(1, HoldKind.INTENT, "trip-paris@vx", Decimal(0), HoldStatus.HELD, 0.0, None)
+    lost = Hold(1, HoldKind.APPROVAL, "apv-none", Decimal(1), HoldStatus.HELD, 0.0, None)
+    trip = Hold(1, HoldKind.INTENT, "trip-paris@v1", Decimal(0), HoldStatus.HELD, 0.0, None)
+    packet = Hold(1, HoldKind.APPROVAL, approved, Decimal(1), HoldStatus.HELD, 0.0, None)
+    context = _context(console, [gone, bad, lost, trip, lost, packet], [], "ana")
+    assert [i["ref"] for i in context["intents"]] == ["trip-paris@v1"]
+    assert [p["id"] for p in context["packets"]] == [approved]

@@ -56,7 +56,8 @@ def shown_as(char: str, limit: int, over: int) -> str:
 #: A packet's fields and the lengths its page cuts them to.
 PACKET_LIMITS = {
     "user": 80, "intent": 120, "action": 80, "destination": 200, "detail_name": 80,
-    "detail_value": 300, "terms": 2000, "fact_name": 80, "fact_source": 200, "note": 500,
+    "detail_value": 300, "terms": 2000, "fact_name": 80, "fact_value": 500, "fact_source": 200,
+    "note": 500,
 }  # fmt: skip
 SOURCE = "https://s.example/"
 QUICK = Policy(settle_seconds=0.0, verify_attempts=1, verify_backoff=0.0)
@@ -71,7 +72,7 @@ def _packet_ledger(over: int) -> tuple[Ledger, str]:
         Intent("i" * n["intent"], "purchase", user="u" * n["user"], provider="Shop",
                price_ceiling=Decimal("50"), currency="EUR")
     )  # fmt: skip
-    fact = Fact("n" * n["fact_name"], "x", observed_at=clock.now(),
+    fact = Fact("n" * n["fact_name"], "x" * n["fact_value"], observed_at=clock.now(),
                 source=SOURCE + "s" * (n["fact_source"] - len(SOURCE)))  # fmt: skip
     asked = ledger.approvals.request(
         intent, "a" * n["action"], "key-1", destination="d" * n["destination"], amount="42",
@@ -98,6 +99,7 @@ def test_a_packets_page_cuts_each_field_at_its_length(over: int) -> None:
         "terms": p["terms"],
         "note": p["note"],
         "fact_name": p["facts"][0]["name"],
+        "fact_value": p["facts"][0]["value"],
         "fact_source": p["facts"][0]["source"],
     }
     source = SOURCE + "s" * (200 + over - len(SOURCE))
@@ -111,6 +113,7 @@ def test_a_packets_page_cuts_each_field_at_its_length(over: int) -> None:
         "terms": shown_as("t", 2000, over),
         "note": shown_as("o", 500, over),
         "fact_name": shown_as("n", 80, over),
+        "fact_value": shown_as("x", 500, over),
         "fact_source": source if not over else source[:199] + "…",
     }
     # The summary (action, details, destination) is long either way: cut at 300.

@@ -15,6 +15,7 @@ import pytest
 
 from actonce import (
     Absent,
+    Approvals,
     Confirmed,
     DecisionRecord,
     Effect,
@@ -304,3 +305,27 @@ def test_an_object_read_from_the_payload_and_a_verdicts_result_are_cut(over: int
     state, words, ref = words_of(Confirmed("R" * (300 + over)))
     assert (state, ref) == ("confirmed", shown_as("R", 300, over))
     assert words == f"confirmed: {shown_as('R', 300, over)} (1 match)"
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-past"])
+def test_an_effects_holds_cut_the_ref_they_hold_at_two_hundred(over: int) -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=KEYS)
+    intent = ledger.intents.put(
+        Intent("i" * (200 - len("@v1") + over), "purchase", user="ana",
+               price_ceiling=Decimal("50"), currency="EUR")
+    )  # fmt: skip
+    asked = ledger.approvals.request(intent, "buy", "k-1", amount="5", currency="EUR")
+    ledger.approvals.answer(asked.packet.packet_id, "approve", by="ana")
+
+    def perform() -> None:
+        raise RuntimeError("HTTP 500")
+
+    gate = Approvals.gate(asked.packet)
+    ledger.run(Effect("k-1", "buy", {"reference": "R"}, perform, Absent, policy=QUICK, gate=gate))
+    page = effect_page(Console(ledger, Reviewers()), "k-1", "ana")
+    ref = str(intent.ref)
+    held = {h["kind"]: h["ref"] for h in page["holds"]}
+    assert held == {
+        "approval": asked.packet.packet_id,
+        "intent": ref if not over else ref[:199] + "…",
+    }

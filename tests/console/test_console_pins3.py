@@ -28,6 +28,7 @@ from actonce import (
     Hold,
     HoldKind,
     HoldStatus,
+    Intent,
     Ledger,
     MemoryStore,
     Operation,
@@ -41,10 +42,10 @@ from actonce.console._holds import ReviewHolds
 from actonce.console._receipts import PAGE, receipts_page
 from actonce.console._sessions import Sessions
 from actonce.console._timeline import entries
-from actonce.console._views import _context, queue_page
+from actonce.console._views import _context, approvals_page, queue_page
 from actonce.testing import FrozenClock
 
-from .world import World
+from .world import KEYS, World
 
 # --- the queue's status filter ------------------------------------------------------------
 
@@ -203,3 +204,12 @@ def test_an_effects_context_skips_a_hold_it_cannot_read_and_shows_the_next(
     context = _context(console, [gone, bad, lost, trip, lost, packet], [], "ana")
     assert [i["ref"] for i in context["intents"]] == ["trip-paris@v1"]
     assert [p["id"] for p in context["packets"]] == [approved]
+
+
+def test_the_approvals_list_shows_two_hundred_packets_of_a_status() -> None:
+    ledger = Ledger(MemoryStore(), clock=FrozenClock(), signing_keys=KEYS)
+    intent = ledger.intents.put(Intent("buy", "purchase", user="ana"))
+    asked = [ledger.approvals.request(intent, "buy", f"k-{n:03d}").packet.packet_id
+             for n in range(201)]  # fmt: skip
+    page = approvals_page(Console(ledger, Reviewers()), "pending")
+    assert [p["id"] for p in page["packets"]] == sorted(asked)[:200]

@@ -35,7 +35,7 @@ from actonce import (
     Status,
     Step,
 )
-from actonce.console import ConsoleServer, Reviewers
+from actonce.console import ConsoleServer, Reviewers, Settings
 from actonce.console._console import Console
 from actonce.console._guard import SecurityHeaders, guarded, own_origin
 from actonce.console._holds import ReviewHolds
@@ -213,3 +213,11 @@ def test_the_approvals_list_shows_two_hundred_packets_of_a_status() -> None:
              for n in range(201)]  # fmt: skip
     page = approvals_page(Console(ledger, Reviewers()), "pending")
     assert [p["id"] for p in page["packets"]] == sorted(asked)[:200]
+
+
+def test_a_consoles_settings_by_default() -> None:
+    s = Settings()
+    assert (s.evidence_roots, s.hold_seconds, s.verify_timeout, s.secure_cookies) == (
+        (), 600.0, 30.0, False,
+    )  # fmt: skip
+    assert s.page_size == 50 and s.allowed_hosts == ("127.0.0.1", "localhost", "::1", "[::1]")

@@ -45,7 +45,8 @@ from actonce.console._timeline import entries
 from actonce.console._views import _context, approvals_page, queue_page
 from actonce.testing import FrozenClock
 
-from .world import KEYS, World
+from .test_signin_and_guard_whole import _client, _sign_in
+from .world import KEYS, World, _hashes
 
 # --- the queue's status filter ------------------------------------------------------------
 
@@ -221,3 +222,16 @@ def test_a_consoles_settings_by_default() -> None:
         (), 600.0, 30.0, False,
     )  # fmt: skip
     assert s.page_size == 50 and s.allowed_hosts == ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def test_the_receipts_page_links_to_older_receipts_and_serves_them() -> None:
+    ledger = _receipts(PAGE + 1)
+    client = _client(Console(ledger, Reviewers(_hashes())))
+    _sign_in(client)
+    first = client.get("/receipts")
+    written = dict((r.operation_id, at) for r, at in ledger.receipts(limit=PAGE + 1))
+    link = f'<a href="/receipts?before={written["op-001"]!r}" data-testid="next">Older receipts</a>'
+    assert link in first.text and "/receipts/op-000" not in first.text
+    older = client.get("/receipts", params={"before": repr(written["op-001"])})
+    assert "/receipts/op-000" in older.text and "/receipts/op-001" not in older.text
+    assert 'data-testid="next"' not in older.text

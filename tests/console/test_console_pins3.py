@@ -9,6 +9,7 @@ to start.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 
 import httpx
@@ -39,6 +40,7 @@ from actonce.console import ConsoleServer, Reviewers, Settings
 from actonce.console._console import Console
 from actonce.console._guard import SecurityHeaders, guarded, own_origin
 from actonce.console._holds import ReviewHolds
+from actonce.console._operations import consequences as op_consequences
 from actonce.console._receipts import PAGE, receipts_page
 from actonce.console._sessions import Sessions
 from actonce.console._timeline import entries
@@ -235,3 +237,21 @@ def test_the_receipts_page_links_to_older_receipts_and_serves_them() -> None:
     older = client.get("/receipts", params={"before": repr(written["op-001"])})
     assert "/receipts/op-000" in older.text and "/receipts/op-001" not in older.text
     assert 'data-testid="next"' not in older.text
+
+
+# --- dev-1208-console-4's survivors -------------------------------------------------------
+
+
+def test_an_undo_never_run_is_not_in_doubt_in_an_operations_consequences(still: World) -> None:
+    (view,) = still.ledger.operations.in_review()
+    hold = next(s for s in view.steps if s.name == "hold")
+    assert hold.record is not None and hold.undo_record is None  # its undo never ran
+    said = op_consequences(replace(view, step="hold", undo=True))
+    assert said["retry_undo"] == (
+        f"The next pass of the operation runs the undo of hold again (attempt {view.attempt + 1});"
+        " it verifies first, so an undo that landed meanwhile is found, never sent twice."
+    )
+    assert said["undone_by_hand"] == (
+        "The undo of hold counts as done; the next pass goes on undoing what is left, newest "
+        "first. Only if it really was undone outside actonce."
+    )

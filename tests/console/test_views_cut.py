@@ -193,6 +193,7 @@ def test_an_operations_page_cuts_its_headline_facts_proofs_and_intent(over: int)
     assert row["first"] == headline[:199] + "…" and row["id"] == long_id[:199] + "…"
     receipt = receipt_page(console, long_id)
     assert receipt is not None and receipt["headline"] == page["headline"]
+    assert receipt["id"] == row["id"] == page["id"] == long_id[:199] + "…"
     intent = ledger.intents.put(Intent("i" * (200 - len("@v1") + over), "purchase", user="ana"))
     # "verification found <name> (attempt 1)": 31 characters more than the step's name;
     # the facts' "How we know" line joins both steps' proofs and ends with a full stop.

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from actonce.console import ConsoleServer, Settings
+from actonce.testing import FrozenClock
 
 from .world import PASSWORDS, World, build
 
@@ -20,6 +21,16 @@ CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One world for the tests of a module that only read (or write what they undo)."""
     w = build(tmp_path_factory.mktemp("world"))
+    yield w
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def still(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A world whose clock stands still, 125 s after it was built: every time and age is known."""
+    clock = FrozenClock()
+    w = build(tmp_path_factory.mktemp("still"), clock=clock)
+    clock.advance(125)
     yield w
     w.close()
 

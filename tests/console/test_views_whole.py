@@ -9,11 +9,8 @@ a timeline, every consequence spelled out before a click.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
-
-import pytest
 
 from actonce import ApprovalStatus, Status
 from actonce.console import Settings
@@ -28,9 +25,8 @@ from actonce.console._views import (
     parse_cursor,
     queue_page,
 )
-from actonce.testing import FrozenClock
 
-from .world import World, build
+from .world import World
 
 T0 = "2023-11-14 22:13:20 UTC"
 FREE = {"free": True, "holder": "", "until": "", "mine": False, "here": False}
@@ -42,15 +38,6 @@ EFFECT_KEYS = {
     "classes", "consequences", "verifier", "seen", "verifying",
 }  # fmt: skip
 SETTLE = "still absent after the settle window; absence proves nothing here"
-
-
-@pytest.fixture(scope="module")
-def still(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    clock = FrozenClock()
-    w = build(tmp_path_factory.mktemp("still"), clock=clock)
-    clock.advance(125)
-    yield w
-    w.close()
 
 
 def _console(w: World, **settings: Any) -> Console:

@@ -112,11 +112,10 @@ class ConsoleServer:
         self._server = uvicorn.Server(_config(self.app))
         self._thread = threading.Thread(target=self._run, name="actonce-console", daemon=True)
         self._thread.start()
-        # ``started`` flips inside uvicorn's loop; wait on the thread's event, briefly.
-        while not self._ready.wait(0.01):
-            if self._server.started:
-                break
-            if not self._thread.is_alive():
+        # ``started`` flips inside uvicorn's loop; ``_ready`` is set only when the run
+        # has ended: ended before it served is a failed start (not a started server).
+        while not self._server.started:
+            if self._ready.wait(0.01) and not self._server.started:
                 self.stop()
                 raise RuntimeError("the console failed to start") from self._error
         return self

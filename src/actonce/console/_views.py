@@ -83,7 +83,9 @@ def queue_page(
     """The review queue: open effects oldest first, a page at a time, and pending approvals."""
     ledger = console.ledger
     size = console.settings.page_size
-    wanted = STATUS_FILTERS.get(status, REVIEW)
+    # An unknown filter is the review queue, operations in review included.
+    status = status if status in STATUS_FILTERS else "review"
+    wanted = STATUS_FILTERS[status]
     records = ledger.list(wanted, kind=kind or None, limit=size + 1, after=parse_cursor(after))
     now = ledger.clock.now()
     rows = []
@@ -110,7 +112,7 @@ def queue_page(
     operations = operations_in_review(console) if status == "review" and after is None else []
     return {
         "rows": rows,
-        "status": status if status in STATUS_FILTERS else "review",
+        "status": status,
         "statuses": list(STATUS_FILTERS),
         "kind": kind,
         "kinds": ledger.registry.kinds(),

@@ -466,4 +466,7 @@ def build_receipt(
         "decisions": [d.as_json() for d in decisions],
         "user": facts.as_json(),
     }
-    return Receipt(operation_id, assessment.state, "\n".join(lines), data)
+    # One line a fact: a value from the world (a contact, a reason, terms) that
+    # holds a line break must not forge a line of its own ("Refund: 500 EUR paid").
+    text = "\n".join(" ".join(line.split()) for line in lines)
+    return Receipt(operation_id, assessment.state, text, data)

@@ -95,8 +95,8 @@ async def test_listings_default_to_a_page_of_one_hundred() -> None:
 
 
 def test_an_answer_repeated_is_noted_as_given_through_the_api_unless_said() -> None:
-    # (An accepted answer's event does not name its channel yet: only the
-    # duplicates and refusals do. Noted in issue 23's closing note.)
+    # The accepted answer's event names its channel too (since 74933bf), then
+    # the duplicate's, then the one given through the console.
     clock = FrozenClock()
     ledger = Ledger(MemoryStore(), clock=clock, signing_keys=KEYS)
     trip = ledger.intents.put(Intent("trip", "booking", user="ana"))
@@ -108,7 +108,7 @@ def test_an_answer_repeated_is_noted_as_given_through_the_api_unless_said() -> N
     ledger.approvals.answer(packet, "approve", by="ana")
     ledger.approvals.answer(packet, "approve", by="ana", via="console")
     vias = [e.data["via"] for e in ledger.approvals.history(packet) if "via" in e.data]
-    assert vias == ["api", "console"]
+    assert vias == ["api", "api", "console"]
 
 
 def test_a_lease_held_by_another_says_by_whom() -> None:

@@ -10,6 +10,7 @@ assertion brackets a reading between two monotonic readings.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -242,3 +243,17 @@ def test_the_system_clock_sleeps_as_asked() -> None:
     asyncio.run(clock.asleep(0.001))
     assert time.monotonic() - before >= 0.002
     assert clock.monotonic() >= before
+
+
+def test_closing_a_ledger_stops_its_heartbeat_thread() -> None:
+    """A perform starts the ledger's one heartbeat thread; ``close`` ends it (joined,
+    not left running in the background)."""
+    before = set(threading.enumerate())
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    effect = Effect(key="beat-close", kind="pin", payload={}, perform=lambda: None,
+                    verify=Absent)  # fmt: skip
+    ledger.run(effect)
+    started = [t for t in threading.enumerate() if t not in before]
+    assert [t.name for t in started] == ["actonce-heartbeat"] and started[0].is_alive()
+    ledger.close()
+    assert not started[0].is_alive()

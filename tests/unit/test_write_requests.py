@@ -48,6 +48,7 @@ class Recording(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.writes: list[tuple[Any, ...]] = []
+        self.settled: list[str] = []  # the moves that settle a gated claim's holds
 
     def claim(self, new: Any, expect: Any, event: Any, *, durable: bool = False,
               gate: Any = None) -> Any:  # fmt: skip
@@ -65,11 +66,13 @@ class Recording(MemoryStore):
         }
         assert changed <= set(fields), (changed, fields)
         self.writes.append(("move", new.key, expect[0], new.status, durable, fields))
+        if settle is not None:
+            self.settled.append(f"{new.key}:{new.status}")
         return super().transition(expect, new, event, durable=durable, settle=settle, fields=fields)
 
 
-def _effects() -> Iterator[tuple[Effect, Status]]:
-    """Effects whose verifier answers ``before`` until they performed, then ``after``."""
+def _effects(gate: Any) -> Iterator[tuple[Effect, Status]]:
+    """Effects whose verifier answers absent until they performed, then ``after``."""
     made: set[str] = set()
     twice = Confirmed("r-a", count=2, refs=("r-a", "r-b"))
     shapes = [
@@ -79,8 +82,10 @@ def _effects() -> Iterator[tuple[Effect, Status]]:
         ("doubt", Absent(), CONSERVATIVE, Status.NEEDS_REVIEW),
         ("dark", Unavailable("down"), CONSERVATIVE, Status.UNKNOWN),
         ("twice", twice, AUTHORITATIVE, Status.NEEDS_REVIEW),
+        ("paid", Confirmed("r-2"), AUTHORITATIVE, Status.CONFIRMED),  # settles its hold
     ]
     for key, after, policy, status in shapes:
+        drawn = gate if key == "paid" else None
 
         def perform(key: str = key) -> None:
             made.add(key)
@@ -89,7 +94,7 @@ def _effects() -> Iterator[tuple[Effect, Status]]:
             return after if key in made else Absent()
 
         yield Effect(key=key, kind="pin", payload={}, perform=perform, verify=verify,
-                     policy=policy), status  # fmt: skip
+                     policy=policy, gate=drawn), status  # fmt: skip
 
 
 EXPECTED = [
@@ -110,6 +115,9 @@ EXPECTED = [
     ("claim", "twice", Status.CLAIMED, False),
     ("move", "twice", Status.CLAIMED, Status.EXECUTING, True, MARK),
     ("move", "twice", Status.EXECUTING, Status.NEEDS_REVIEW, False, DUPLICATE),
+    ("claim", "paid", Status.CLAIMED, False),
+    ("move", "paid", Status.CLAIMED, Status.EXECUTING, True, MARK),
+    ("move", "paid", Status.EXECUTING, Status.CONFIRMED, False, CONFIRM),
     # a human's decision is fsynced, whatever it decides
     ("move", "doubt", Status.NEEDS_REVIEW, Status.CONFIRMED, True, HUMAN),
     ("move", "twice", Status.NEEDS_REVIEW, Status.ABANDONED, True, HUMAN),
@@ -119,21 +127,25 @@ EXPECTED = [
 def _sync() -> list[tuple[Any, ...]]:
     store = Recording()
     ledger = Ledger(store, clock=FrozenClock())
-    for effect, status in _effects():
+    ledger.budgets.define("rooms", 3)
+    for effect, status in _effects(ledger.budgets.gate("rooms")):
         assert ledger.run(effect).status is status, effect.key
     ledger.resolve("doubt", "happened", reviewer="ana", reason="seen on the site")
     ledger.resolve("twice", "abandon", reviewer="ana", reason="one was refunded")
+    assert store.settled == ["paid:confirmed"]
     return store.writes
 
 
 async def _async() -> list[tuple[Any, ...]]:
     store = Recording()
     ledger = AsyncLedger(store, clock=FrozenClock())
-    for effect, status in _effects():
+    await ledger.budgets.define("rooms", 3)
+    for effect, status in _effects(ledger.budgets.gate("rooms")):
         assert (await ledger.run(effect)).status is status, effect.key
     await ledger.resolve("doubt", "happened", reviewer="ana", reason="seen on the site")
     await ledger.resolve("twice", "abandon", reviewer="ana", reason="one was refunded")
     await ledger.aclose()
+    assert store.settled == ["paid:confirmed"]
     return store.writes
 
 

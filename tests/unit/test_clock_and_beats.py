@@ -255,8 +255,10 @@ def test_closing_a_ledger_stops_its_heartbeat_thread() -> None:
     effect = Effect(key="beat-close", kind="pin", payload={}, perform=lambda: None,
                     verify=Absent)  # fmt: skip
     ledger.run(effect)
-    started = [t for t in threading.enumerate() if t not in before]
-    assert [t.name for t in started] == ["actonce-heartbeat"] and started[0].is_alive()
+    started = [
+        t for t in threading.enumerate() if t not in before and t.name == "actonce-heartbeat"
+    ]
+    assert len(started) == 1 and started[0].is_alive()
     ledger.close()
     assert not started[0].is_alive()
 

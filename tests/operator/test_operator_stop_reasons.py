@@ -26,6 +26,7 @@ from actonce import (
     RunStage,
     RunStatus,
 )
+from actonce._store.records import LeaseResult
 from actonce.testing import FrozenClock
 
 
@@ -254,3 +255,20 @@ def test_a_step_the_ledger_cannot_record_stops_the_run_with_its_item(
     )
     assert summary.stops[0].keys == (world.key("a"),)
     assert world.tried == set()
+
+
+class NoHolder(MemoryStore):
+    """A lease refused by a store that cannot say who holds it (its row gone meanwhile)."""
+
+    def lease_acquire(self, name: str, owner: str, now: float, expires_at: float) -> Any:
+        return LeaseResult(False, None)  # type: ignore[arg-type]
+
+
+def test_a_lease_held_by_no_one_the_store_can_name_is_held_by_another_run(
+    world: World, clock: FrozenClock
+) -> None:
+    hooks = Knobs(world, ["a"])
+    summary = _run(world, clock, hooks, NoHolder())
+    assert summary.status is RunStatus.LOCKED_SKIP and summary.stops == ()
+    assert (summary.held_by, summary.token, summary.items) == ("another run", 0, ())
+    assert hooks.calls == [] and world.tried == set()

@@ -10,11 +10,14 @@ assertion brackets a reading between two monotonic readings.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+from typing import Any
 
 import pytest
 
-from actonce import Absent, Effect, Ledger, MemoryStore, Status
+from actonce import Absent, AsyncLedger, Effect, Ledger, MemoryStore, Policy, Status
 from actonce._run import points
 from actonce._run.clock import StepWatch, SystemClock
 from actonce._run.heartbeat import STEP_CHECK, Beat
@@ -242,3 +245,68 @@ def test_the_system_clock_sleeps_as_asked() -> None:
     asyncio.run(clock.asleep(0.001))
     assert time.monotonic() - before >= 0.002
     assert clock.monotonic() >= before
+
+
+def test_closing_a_ledger_stops_its_heartbeat_thread() -> None:
+    """A perform starts the ledger's one heartbeat thread; ``close`` ends it (joined,
+    not left running in the background)."""
+    before = set(threading.enumerate())
+    ledger = Ledger(MemoryStore(), clock=FrozenClock())
+    effect = Effect(key="beat-close", kind="pin", payload={}, perform=lambda: None,
+                    verify=Absent)  # fmt: skip
+    ledger.run(effect)
+    started = [
+        t for t in threading.enumerate() if t not in before and t.name == "actonce-heartbeat"
+    ]
+    assert len(started) == 1 and started[0].is_alive()
+    ledger.close()
+    assert not started[0].is_alive()
+
+
+class Extensions(MemoryStore):
+    """Tells when an owner's lease is extended, and to what."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.leases: list[float] = []
+        self.extended = threading.Event()
+
+    def extend(self, key: str, expect: Any, lease_expires_at: float) -> bool:
+        ok = super().extend(key, expect, lease_expires_at)
+        self.leases.append(lease_expires_at)
+        self.extended.set()
+        return ok
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_clock_step_during_a_perform_extends_the_lease_at_once(is_async: bool) -> None:
+    """The ledger clock steps an hour while the perform runs: the heartbeat (due only
+    every 100 s) extends the owner's lease at its next look (within a second), from
+    the stepped time, on both drivers."""
+    clock, store = FrozenClock(start=1_000.0), Extensions()
+    seen: list[bool] = []
+
+    def perform() -> None:
+        clock.step(3600.0)
+        seen.append(store.extended.wait(5.0))
+
+    async def aperform() -> None:
+        clock.step(3600.0)
+        seen.append(await asyncio.to_thread(store.extended.wait, 5.0))
+
+    policy = Policy(lease_seconds=300.0, verify_attempts=1)
+    effect = Effect(key="stepped", kind="pin", payload={}, verify=Absent, policy=policy,
+                    perform=aperform if is_async else perform)  # fmt: skip
+
+    async def arun() -> None:
+        ledger = AsyncLedger(store, clock=clock)
+        await ledger.run(effect)
+        await ledger.aclose()
+
+    if is_async:
+        asyncio.run(arun())
+    else:
+        with Ledger(store, clock=clock) as ledger:
+            ledger.run(effect)
+    assert seen == [True]
+    assert store.leases[0] == 1_000.0 + 3600.0 + 300.0

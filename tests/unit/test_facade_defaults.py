@@ -97,7 +97,8 @@ async def test_listings_default_to_a_page_of_one_hundred() -> None:
 
 
 def test_an_answer_repeated_is_noted_as_given_through_the_api_unless_said() -> None:
-    # The accepted answer, then its duplicates: each names its channel.
+    # The accepted answer's event names its channel too (since 74933bf), then
+    # the duplicate's, then the one given through the console.
     clock = FrozenClock()
     ledger = Ledger(MemoryStore(), clock=clock, signing_keys=KEYS)
     trip = ledger.intents.put(Intent("trip", "booking", user="ana"))

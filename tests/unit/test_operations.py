@@ -230,3 +230,24 @@ def test_provider_retry_keeps_one_object_per_idempotency_key() -> None:
 
     assert provider_retry(lambda: post("k1"), sleep=lambda _s: None) == "k1"
     assert calls["n"] == 3 and made == {"k1": 1}
+
+
+@pytest.mark.parametrize(
+    ("fault", "state"),
+    [
+        (None, OperationState.COMPLETE),
+        ("book_fails", OperationState.COMPENSATED),
+        ("pay_lost", OperationState.NEEDS_REVIEW),
+    ],
+)
+def test_a_pass_that_leaves_the_operation_standing_still_returns_its_receipt(
+    fault: str | None, state: OperationState
+) -> None:
+    """The receipt a pass hands back is the one the ledger keeps, written by that pass."""
+    w = World()
+    if fault is not None:
+        setattr(w, fault, True)
+    result = w.operation("trip-r").run()
+    assert result.state is state
+    assert result.receipt is not None and result.receipt == w.ledger.receipt("trip-r")
+    assert result.receipt.state is state

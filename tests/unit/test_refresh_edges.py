@@ -154,3 +154,24 @@ def test_a_claim_refused_by_its_approval_is_recorded_on_both_sides(world: World)
     assert note.message == f"a claim of {key[:16]} under it was refused: {result.reason}"
     assert note.fence == 0 and note.at == world.clock.now()
     assert note.run_id == refused.run_id
+
+
+def test_a_refresh_s_words_keep_no_secret_of_the_effect(world: World) -> None:
+    """A refresher's error that quotes a secret of the effect's payload (one no detector
+    knows by its shape): the refresh's note and the run's reason name it redacted."""
+    trip, old = world.approved()
+    secret = "Zx9-unguessable-77"
+
+    def leaky() -> list[Fact]:
+        raise ConnectionError(f"the page still showed {secret} after the reload")
+
+    policy = Policy(settle_seconds=0, absence_authoritative=True, verify_attempts=1)
+    effect = world.effect(trip, old, policy=policy)
+    effect = replace(effect, payload={**effect.payload, "password": secret}, refresh=leaky)
+    result = world.ledger.run(effect)
+    assert result.outcome is Outcome.DEFERRED
+    shown = "ConnectionError: the page still showed [redacted] after the reload"
+    assert result.reason is not None and result.reason.endswith(shown)
+    [note] = refreshed_notes(world, world.key(trip).value)
+    assert note.message is not None and note.message.endswith(shown)
+    assert secret not in repr(world.ledger.store.events(world.key(trip).value))

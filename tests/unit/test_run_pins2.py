@@ -68,6 +68,18 @@ def test_the_environment_arms_the_point_it_names(
         points.hit("after_perform")
 
 
+def test_the_environment_is_read_once_at_the_first_look(
+    env_points: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crash tests set it before the process starts; a point never reads it again."""
+    monkeypatch.delenv("ACTONCE_CRASH_AT", raising=False)
+    assert points.armed() is None
+    monkeypatch.setenv("ACTONCE_CRASH_AT", "after_perform")
+    monkeypatch.setenv("ACTONCE_CRASH_MODE", "raise")
+    assert points.armed() is None
+    points.hit("after_perform")  # goes by: nothing was armed
+
+
 # --- held-out seed 3 -----------------------------------------------------------------------
 
 

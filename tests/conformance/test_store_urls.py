@@ -319,3 +319,24 @@ def test_a_url_splits_at_its_first_scheme_mark_query_mark_and_equals_sign(
         with pytest.raises(BadLedgerURL) as refused:
             open_store(f"sqlite:///{tmp_path}/y.db?{query}", create=True)
         assert str(refused.value) == f"sync must be 'marks' or 'all', not '{value}'"
+
+
+def test_a_postgresql_url_opens_the_async_store_when_asked() -> None:
+    import asyncio
+    import uuid
+
+    from actonce import AsyncPostgresStore, PostgresStore
+    from pgtest import drop_schema, postgres_dsn
+
+    dsn = postgres_dsn()
+    schema = f"t_urls_{uuid.uuid4().hex[:8]}"
+    url = f"{dsn}?schema={schema}"
+    try:
+        sync = open_store(url, create=True)
+        assert type(sync) is PostgresStore
+        sync.close()
+        store = open_store(url, prefer_async=True)
+        assert type(store) is AsyncPostgresStore
+        asyncio.run(store.aclose())
+    finally:
+        drop_schema(dsn, schema)

@@ -158,7 +158,7 @@ class _Source:
     def __init__(self, value: Any) -> None:
         self.value = value
         self.started = False
-        self.kind = "one"
+        self.kind: str
         if value is None:
             self.kind, self.value = "iter", iter(())
         elif isinstance(value, Effect):

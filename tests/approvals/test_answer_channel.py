@@ -38,3 +38,7 @@ def test_an_accepted_answer_names_its_channel(world: World, via: str) -> None:
     assert len(answered) == 1, answered
     assert answered[0].data["via"] == via
     assert answered[0].data["decided_by"] == "ana"
+    # ...and when: the packet and its event carry the answer's ledger time.
+    now = world.clock.now()
+    assert answered[0].data["decided_at"] == now
+    assert ap.get(req.packet.packet_id).decided_at == now

@@ -194,7 +194,7 @@ def test_intent_and_packet_writes_say_they_write() -> None:
         ("INSERT", "events", False, True),
     ]
     answer = approval_ops.approval_answer(
-        pending, ApprovalStatus.DENIED, "b", NOW, "r", None, False
+        pending, ApprovalStatus.DENIED, "b", NOW, "r", None, False, "api"
     )
     assert _trace(store, answer)[0] == [
         ("UPDATE", "approvals", False, True),

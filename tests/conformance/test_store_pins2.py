@@ -24,13 +24,14 @@ def test_an_answer_without_a_note_says_only_who(store: Any) -> None:
     pending = packet("k1", ApprovalStatus.PENDING)
     store.approval_put(pending, None, "run-1")
     done = store.approval_answer(pending, ApprovalStatus.APPROVED, "ana", NOW + 1, "run-2", None,
-                                 False)  # fmt: skip
+                                 False, "api")  # fmt: skip
     assert done is not None and done.status is ApprovalStatus.APPROVED
     answered = store.events("approval:p1")[-1]
     assert answered.message == "approved by ana", answered.message
     noted = packet("k2", ApprovalStatus.PENDING, pid="p2")
     store.approval_put(noted, None, "run-3")
-    store.approval_answer(noted, ApprovalStatus.DENIED, "bob", NOW + 2, "run-4", "too dear", False)
+    store.approval_answer(noted, ApprovalStatus.DENIED, "bob", NOW + 2, "run-4", "too dear", False,
+                         "cli")  # fmt: skip
     assert store.events("approval:p2")[-1].message == "denied by bob: too dear"
 
 

@@ -186,7 +186,7 @@ def approval_answer(
     run_id: str,
     note: str | None,
     use_code: bool,
-    via: str = "api",
+    via: str,
 ) -> Work[Packet | None]:
     """An accepted answer: compare-and-set from the status it was decided on.
 

@@ -239,7 +239,7 @@ class ApprovalStore(Protocol):
         run_id: str,
         note: str | None,
         use_code: bool,
-        via: str = "api",
+        via: str,
     ) -> Packet | None: ...
 
     def approval_set_code(

@@ -8,12 +8,9 @@ draws from an event's data, and each verdict's words.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
-
-import pytest
 
 from actonce import (
     Absent,
@@ -32,20 +29,10 @@ from actonce.console._decide import Seen, _names, words_of
 from actonce.console._operations import _money, consequences, operation_page
 from actonce.console._receipts import _before, _status, receipts_page, step_rows
 from actonce.console._timeline import _facts, _label, entries, evidence_refs, last_error
-from actonce.testing import FrozenClock
 
-from .world import World, build
+from .world import World
 
 T0 = "2023-11-14 22:13:20 UTC"
-
-
-@pytest.fixture(scope="module")
-def still(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    clock = FrozenClock()
-    w = build(tmp_path_factory.mktemp("still-ops"), clock=clock)
-    clock.advance(125)
-    yield w
-    w.close()
 
 
 def _view(w: World) -> OperationView:
